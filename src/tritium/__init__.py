@@ -1,0 +1,33 @@
+"""tritium: Triton's kernel language, implemented in Python, running everywhere.
+
+``import tritium as triton`` and ``import tritium.language as tl`` give the names Triton has.
+"""
+from __future__ import annotations
+
+from . import language  # noqa: F401
+from .errors import (  # noqa: F401
+    CompilationError, DeviceAssertionError, HintViolationError, LaunchError, OutOfBoundsError, TritonError,
+    TritiumError,
+)
+from .runtime.jit import JITFunction, jit  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division of two integers."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def __getattr__(name):
+    if name == "testing":
+        from . import testing
+
+        return testing
+    raise AttributeError(f"module 'tritium' has no attribute {name!r}")

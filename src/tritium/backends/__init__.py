@@ -1,0 +1,1 @@
+"""Backends consume the tile IR. Each lives in its own folder."""

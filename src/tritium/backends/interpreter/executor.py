@@ -1,0 +1,544 @@
+"""Executes tile IR with numpy over a batch of programs at once.
+
+Every value is an array whose first axis is the program axis (length B, or 1 when the value is
+the same in every program), followed by the block's axes; a block axis may have length 1 where
+the value is broadcast along it (splats and constants stay small). Control flow that differs
+between programs runs predicated: both sides of an ``if``, loops until every program is done,
+with loads, stores, prints and asserts masked by the programs still active.
+
+``exec_<opcode>(executor, op, args, active)`` implements each opcode; ``active`` is None when
+every program of the batch is active, else a boolean array of length B.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiler.ir import types as T
+from ...compiler.ir.ops import Function, Operation, Region
+from ...errors import DeviceAssertionError, HintViolationError, render_location
+from . import numerics
+from .memory import Memory
+
+
+def _full(x: np.ndarray, ty, batch: int | None = None) -> np.ndarray:
+    """``x`` broadcast to its complete block shape (a view; nothing is copied)."""
+    lead = x.shape[0] if batch is None else batch
+    return np.broadcast_to(x, (lead,) + T.shape_of(ty))
+
+
+def _expand_programs(mask: np.ndarray, rank: int) -> np.ndarray:
+    return mask.reshape(mask.shape + (1,) * rank)
+
+
+class Executor:
+    def __init__(self, fn: Function, memory: Memory, grid: tuple[int, int, int]):
+        self.fn = fn
+        self.memory = memory
+        self.grid = grid
+        self.env: dict[int, np.ndarray] = {}
+        self.pids: np.ndarray = np.zeros((1, 3), dtype=np.int32)
+        self.batch = 1
+
+    # programs --------------------------------------------------------------------------------
+    def program_of_lane(self, lane_program: int) -> tuple[int, int, int]:
+        row = self.pids[min(lane_program, len(self.pids) - 1)]
+        return (int(row[0]), int(row[1]), int(row[2]))
+
+    def run_batch(self, pids: np.ndarray, args: list[np.ndarray]) -> None:
+        self.pids = pids
+        self.batch = len(pids)
+        self.env = {}
+        for value, arg in zip(self.fn.args, args):
+            self.env[value.id] = arg
+        self.run_region(self.fn.body, None)
+
+    def run_region(self, region: Region, active, args=()) -> list[np.ndarray]:
+        env = self.env
+        for value, arg in zip(region.args, args):
+            env[value.id] = arg
+        for op in region.ops:
+            if op.opcode in ("yield", "condition"):
+                return [env[v.id] for v in op.operands]
+            handler = _EXEC.get(op.opcode)
+            if handler is None:
+                raise NotImplementedError(render_location(op.loc, f"the interpreter cannot execute '{op.opcode}' yet"))
+            outputs = handler(self, op, [env[v.id] for v in op.operands], active)
+            if op.results:
+                if len(op.results) == 1 and not isinstance(outputs, list):
+                    outputs = [outputs]
+                for value, out in zip(op.results, outputs):
+                    env[value.id] = out
+        return []
+
+    def active_lanes(self, active, shape_rank: int):
+        return None if active is None else _expand_programs(active, shape_rank)
+
+
+_EXEC = {}
+
+
+def handles(*opcodes):
+    def register(fn):
+        for opcode in opcodes:
+            _EXEC[opcode] = fn
+        return fn
+
+    return register
+
+
+# values -----------------------------------------------------------------------------------------
+@handles("constant")
+def exec_constant(ex, op, args, active):
+    return np.array([op.attrs["value"]]).astype(op.result.type.numpy) if not op.result.type.is_bool() \
+        else np.array([bool(op.attrs["value"])])
+
+
+@handles("arange")
+def exec_arange(ex, op, args, active):
+    return np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32).reshape(1, -1)
+
+
+@handles("program_id")
+def exec_program_id(ex, op, args, active):
+    return ex.pids[:, op.attrs["axis"]].copy()
+
+
+@handles("num_programs")
+def exec_num_programs(ex, op, args, active):
+    return np.array([ex.grid[op.attrs["axis"]]], dtype=np.int32)
+
+
+# shapes --------------------------------------------------------------------------------------------
+@handles("splat")
+def exec_splat(ex, op, args, active):
+    (x,) = args
+    return x.reshape(x.shape + (1,) * len(op.result.type.shape))
+
+
+@handles("broadcast")
+def exec_broadcast(ex, op, args, active):
+    return args[0]  # broadcast lazily: size-1 axes stretch when used
+
+
+@handles("reshape")
+def exec_reshape(ex, op, args, active):
+    x = _full(args[0], op.operands[0].type)
+    return x.reshape((x.shape[0],) + T.shape_of(op.result.type))
+
+
+@handles("permute")
+def exec_permute(ex, op, args, active):
+    return np.transpose(args[0], (0,) + tuple(d + 1 for d in op.attrs["order"]))
+
+
+# elementwise -----------------------------------------------------------------------------------------
+def _binary(fn):
+    def run(ex, op, args, active):
+        return fn(args[0], args[1])
+
+    return run
+
+
+for _opcode, _fn in {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and, "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}.items():
+    _EXEC[_opcode] = _binary(_fn)
+
+
+@handles("div")
+def exec_div(ex, op, args, active):
+    a, b = args
+    if a.dtype in (np.float32, np.float64):
+        return np.divide(a, b)
+    return (a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
+
+
+@handles("floordiv")
+def exec_floordiv(ex, op, args, active):
+    return numerics.int_floordiv(*args)
+
+
+@handles("mod")
+def exec_mod(ex, op, args, active):
+    a, b = args
+    if op.result.type.scalar.is_floating():
+        return np.fmod(a, b)
+    return numerics.int_mod(a, b)
+
+
+@handles("shl", "shr")
+def exec_shift(ex, op, args, active):
+    a, b = args
+    bits = a.dtype.itemsize * 8
+    too_far = (b < 0) | (b >= bits)
+    safe = np.where(too_far, 0, b).astype(a.dtype)
+    if op.opcode == "shl":
+        out = np.left_shift(a, safe)
+        return np.where(too_far, 0, out).astype(a.dtype)
+    out = np.right_shift(a, safe)
+    fill = np.where(a < 0, -1, 0) if np.issubdtype(a.dtype, np.signedinteger) else 0
+    return np.where(too_far, fill, out).astype(a.dtype)
+
+
+@handles("cmp")
+def exec_cmp(ex, op, args, active):
+    fn = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+          "ne": np.not_equal}[op.attrs["predicate"]]
+    return fn(args[0], args[1])
+
+
+@handles("minimum", "maximum")
+def exec_minmax(ex, op, args, active):
+    a, b = args
+    floating = op.result.type.scalar.is_floating()
+    if floating and op.attrs.get("propagate_nan", "none") == "none":
+        fn = np.fmin if op.opcode == "minimum" else np.fmax
+    else:
+        fn = np.minimum if op.opcode == "minimum" else np.maximum
+    return fn(a, b)
+
+
+@handles("neg")
+def exec_neg(ex, op, args, active):
+    return np.negative(args[0])
+
+
+@handles("not")
+def exec_not(ex, op, args, active):
+    return np.invert(args[0])
+
+
+@handles("abs")
+def exec_abs(ex, op, args, active):
+    return np.abs(args[0])
+
+
+@handles("select")
+def exec_select(ex, op, args, active):
+    return np.where(args[0], args[1], args[2])
+
+
+@handles("exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
+def exec_math(ex, op, args, active):
+    return numerics.math_function(op.opcode, args[0])
+
+
+@handles("fma")
+def exec_fma(ex, op, args, active):
+    return numerics.fma(*args)
+
+
+@handles("umulhi")
+def exec_umulhi(ex, op, args, active):
+    return numerics.umulhi(*args)
+
+
+@handles("cast")
+def exec_cast(ex, op, args, active):
+    return numerics.cast(args[0], op.operands[0].type.scalar, op.attrs["to"], op.attrs.get("rounding"))
+
+
+@handles("bitcast")
+def exec_bitcast(ex, op, args, active):
+    target = op.result.type.scalar
+    if target.is_ptr() or op.operands[0].type.scalar.is_ptr():
+        return args[0]
+    return np.ascontiguousarray(args[0]).view(target.numpy)
+
+
+@handles("ptr_to_int", "int_to_ptr")
+def exec_pointer_int(ex, op, args, active):
+    return args[0].astype(op.result.type.scalar.numpy if op.opcode == "ptr_to_int" else np.int64)
+
+
+@handles("addptr")
+def exec_addptr(ex, op, args, active):
+    ptr, offset = args
+    size = op.result.type.scalar.element_ty.itemsize
+    return ptr + offset.astype(np.int64) * size
+
+
+# memory -------------------------------------------------------------------------------------------------
+def _access_mask(ex, mask, active, ty):
+    rank = len(T.shape_of(ty))
+    lanes = None if mask is None else _full(mask, ty, ex.batch)
+    if active is not None:
+        act = np.broadcast_to(_expand_programs(active, rank), (ex.batch,) + T.shape_of(ty))
+        lanes = act if lanes is None else lanes & act
+    return lanes
+
+
+@handles("load")
+def exec_load(ex, op, args, active):
+    ptr_ty = op.operands[0].type
+    pointers = _full(args[0], ptr_ty, ex.batch)
+    mask = args[1] if len(args) > 1 else None
+    other = args[2] if len(args) > 2 else None
+    lanes = _access_mask(ex, mask, active, ptr_ty)
+    dtype = op.result.type.scalar.numpy
+    return ex.memory.load(pointers, lanes, other, dtype, op.loc, ex.program_of_lane)
+
+
+@handles("store")
+def exec_store(ex, op, args, active):
+    ptr_ty = op.operands[0].type
+    pointers = _full(args[0], ptr_ty, ex.batch)
+    lanes = _access_mask(ex, args[2] if len(args) > 2 else None, active, ptr_ty)
+    dtype = ptr_ty.scalar.element_ty.numpy
+    ex.memory.store(pointers, args[1].astype(dtype, copy=False), lanes, dtype, op.loc, ex.program_of_lane)
+    return []
+
+
+# reductions and scans ----------------------------------------------------------------------------------
+def _combine_with_region(ex, region):
+    def combine(left, right):
+        saved = dict(ex.env)
+        outputs = ex.run_region(region, None, list(left) + list(right))
+        ex.env = saved
+        return [np.asarray(o) for o in outputs]
+
+    return combine
+
+
+@handles("reduce")
+def exec_reduce(ex, op, args, active):
+    axis = op.attrs["axis"] + 1
+    kind = op.attrs["kind"]
+    values = [np.asarray(_full(a, t.type)) for a, t in zip(args, op.operands)]
+    x = values[0]
+    if kind == "sum":
+        return numerics.sum_tree(x, axis)
+    if kind == "max":
+        return numerics.tree_reduce([x], axis, lambda l, r: [_max_nan(l[0], r[0])])[0]
+    if kind == "min":
+        return numerics.tree_reduce([x], axis, lambda l, r: [_min_nan(l[0], r[0])])[0]
+    if kind == "xor":
+        return np.bitwise_xor.reduce(x, axis=axis)
+    if kind in ("argmax", "argmin"):
+        fn = np.argmax if kind == "argmax" else np.argmin
+        return fn(x, axis=axis).astype(np.int32)
+    if kind == "custom":
+        # Region arguments are scalars; give them the full leading shape of the halves.
+        return numerics.tree_reduce(values, axis, _combine_with_region(ex, op.regions[0]))
+    raise NotImplementedError(f"reduce kind {kind}")
+
+
+def _max_nan(a, b):
+    return np.fmax(a, b) if a.dtype.kind == "f" or a.dtype.kind == "V" else np.maximum(a, b)
+
+
+def _min_nan(a, b):
+    return np.fmin(a, b) if a.dtype.kind == "f" or a.dtype.kind == "V" else np.minimum(a, b)
+
+
+@handles("scan")
+def exec_scan(ex, op, args, active):
+    axis = op.attrs["axis"] + 1
+    kind = op.attrs["kind"]
+    reverse = op.attrs["reverse"]
+    values = [np.asarray(_full(a, t.type)) for a, t in zip(args, op.operands)]
+    if reverse:
+        values = [np.flip(v, axis) for v in values]
+    if kind == "sum":
+        outputs = [np.cumsum(values[0], axis=axis, dtype=values[0].dtype)]
+    elif kind == "prod":
+        outputs = [np.cumprod(values[0], axis=axis, dtype=values[0].dtype)]
+    else:
+        combine = _combine_with_region(ex, op.regions[0])
+        n = values[0].shape[axis]
+        carry = [np.take(v, [0], axis=axis) for v in values]
+        pieces = [[c] for c in carry]
+        for i in range(1, n):
+            carry = combine(carry, [np.take(v, [i], axis=axis) for v in values])
+            carry = [np.broadcast_to(c, pieces[j][0].shape) for j, c in enumerate(carry)]
+            for j, c in enumerate(carry):
+                pieces[j].append(c)
+        outputs = [np.concatenate(p, axis=axis).astype(v.dtype) for p, v in zip(pieces, values)]
+    if reverse:
+        outputs = [np.flip(o, axis) for o in outputs]
+    return outputs
+
+
+@handles("dot")
+def exec_dot(ex, op, args, active):
+    a, b, acc = (np.asarray(_full(x, v.type)) for x, v in zip(args, op.operands))
+    return numerics.dot(a, b, acc, op.attrs["input_precision"], op.result.type.scalar.numpy)
+
+
+# control flow -------------------------------------------------------------------------------------------
+def _merge(cond, then_values, else_values, results):
+    merged = []
+    for t, e, r in zip(then_values, else_values, results):
+        c = _expand_programs(cond, len(T.shape_of(r.type)))
+        merged.append(np.where(c, t, e))
+    return merged
+
+
+def _restricted(active, cond):
+    return cond if active is None else (active & cond)
+
+
+@handles("if")
+def exec_if(ex, op, args, active):
+    cond = args[0]
+    then_region, else_region = op.regions
+    if cond.shape[0] == 1:
+        return ex.run_region(then_region if bool(cond[0]) else else_region, active)
+    cond = np.broadcast_to(cond, (ex.batch,))
+    then_active = _restricted(active, cond)
+    else_active = _restricted(active, ~cond)
+    if not then_active.any():
+        return ex.run_region(else_region, active)
+    if not else_active.any():
+        return ex.run_region(then_region, active)
+    then_values = ex.run_region(then_region, then_active)
+    else_values = ex.run_region(else_region, else_active)
+    return _merge(cond, then_values, else_values, op.results)
+
+
+@handles("for")
+def exec_for(ex, op, args, active):
+    lb, ub, step, *carried = args
+    body = op.regions[0]
+    index_dtype = op.operands[0].type.numpy
+    if lb.shape[0] == 1 and ub.shape[0] == 1 and step.shape[0] == 1:
+        lo, hi, st = int(lb[0]), int(ub[0]), int(step[0])
+        if st == 0:
+            raise ZeroDivisionError(render_location(op.loc, "range() step is zero at run time"))
+        for i in range(lo, hi, st):
+            carried = ex.run_region(body, active, [np.array([i], dtype=index_dtype)] + list(carried))
+        return carried
+    lb, ub, step = (np.broadcast_to(v, (ex.batch,)).astype(np.int64) for v in (lb, ub, step))
+    safe_step = np.where(step == 0, 1, step)
+    trips = np.maximum(0, -(-(ub - lb) // safe_step))
+    trips = np.where(step == 0, 0, trips)
+    live = trips if active is None else np.where(active, trips, 0)
+    for t in range(int(live.max(initial=0))):
+        running = live > t
+        iv = (lb + t * step).astype(index_dtype)
+        new = ex.run_region(body, running, [iv] + list(carried))
+        carried = _merge(running, new, carried, op.results)
+    return carried
+
+
+@handles("while")
+def exec_while(ex, op, args, active):
+    before, after = op.regions
+    carried = list(args)
+    running = active
+    results = None
+    while True:
+        cond, *forwarded = ex.run_region(before, running, carried)
+        if cond.shape[0] == 1 and (running is None):
+            if not bool(cond[0]):
+                return forwarded
+            carried = ex.run_region(after, running, forwarded)
+            continue
+        cond = np.broadcast_to(cond, (ex.batch,))
+        still = _restricted(running, cond)
+        stopping = ~cond if running is None else (running & ~cond)
+        results = forwarded if results is None else _merge(stopping, forwarded, results, op.results)
+        if not still.any():
+            return results
+        new = ex.run_region(after, still, forwarded)
+        carried = _merge(still, new, forwarded, op.results)
+        running = still
+
+
+# debugging -------------------------------------------------------------------------------------------------
+@handles("print")
+def exec_print(ex, op, args, active):
+    prefix = op.attrs["prefix"]
+    programs = range(ex.batch) if active is None else np.flatnonzero(active)
+    for p in programs:
+        pid = ex.program_of_lane(int(p))
+        parts = []
+        for value, arg in zip(op.operands, args):
+            full = np.asarray(_full(arg, value.type, ex.batch))[p]
+            if full.ndim == 0:
+                parts.append([((), full)])
+            else:
+                parts.append(list(np.ndenumerate(full)))
+        if not parts:
+            print(f"pid {pid} {prefix}")
+            continue
+        for lane in range(len(parts[0])):
+            index, _ = parts[0][lane]
+            values = " ".join(_format_scalar(part[lane][1], op.attrs["hex"]) for part in parts)
+            idx = f" idx ({', '.join(str(i) for i in index)})" if index else ""
+            print(f"pid {pid}{idx} {prefix}{values}")
+    return []
+
+
+def _format_scalar(value, hex_format: bool) -> str:
+    if hex_format:
+        return hex(int(np.asarray(value).view(f"uint{np.asarray(value).itemsize * 8}")))
+    if isinstance(value, (np.floating, float)) or np.asarray(value).dtype.kind == "V":
+        return repr(float(value))
+    return str(value.item() if hasattr(value, "item") else value)
+
+
+@handles("assert")
+def exec_assert(ex, op, args, active):
+    cond = np.asarray(_full(args[0], op.operands[0].type, ex.batch))
+    failed = ~cond
+    if active is not None:
+        failed &= _expand_programs(active, cond.ndim - 1)
+    if failed.any():
+        first = np.unravel_index(int(np.flatnonzero(failed.reshape(-1))[0]), failed.shape)
+        pid = ex.program_of_lane(int(first[0]))
+        lane = tuple(int(i) for i in first[1:])
+        where = f", lane {lane[0] if len(lane) == 1 else lane}" if lane else ""
+        message = render_location(op.loc, f"device_assert failed in kernel '{ex.fn.name}', program {pid}{where}: "
+                                  f"{op.attrs['message']}")
+        raise DeviceAssertionError(message, loc=op.loc, program_id=pid)
+    return []
+
+
+@handles("hint")
+def exec_hint(ex, op, args, active):
+    x = args[0]
+    kind = op.attrs["kind"]
+    values = op.attrs["values"]
+    ty = op.operands[0].type
+    data = np.asarray(_full(x, ty, ex.batch if x.shape[0] != 1 else 1))
+    if ty.scalar.is_ptr():
+        data = Memory.decode(data.astype(np.int64))[1]
+    if active is not None and data.shape[0] == ex.batch:
+        data = data[active]
+    if data.size == 0:
+        return x
+    ok = True
+    if kind == "multiple_of":
+        v = values[-1] if data.ndim == 1 or len(values) == 1 else values[-1]
+        ok = bool(np.all(data.astype(np.int64) % v == 0))
+    elif data.ndim > 1:
+        v = values[-1]
+        n = data.shape[-1]
+        if n % v == 0 and v > 1:
+            groups = data.astype(np.int64).reshape(data.shape[:-1] + (n // v, v))
+            steps = np.diff(groups, axis=-1)
+            ok = bool(np.all(steps == (1 if kind == "max_contiguous" else 0)))
+    if not ok:
+        raise HintViolationError(render_location(
+            op.loc, f"tl.{kind}({list(values)}) is false for the values this kernel computed",
+            "a false hint makes compiled code wrong on a GPU; fix the hint or the values"))
+    return x
+
+
+@handles("barrier")
+def exec_barrier(ex, op, args, active):
+    return []
+
+
+def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int) -> None:
+    """Runs every program of ``grid``, ``batch_size`` programs at a time, in program order."""
+    gx, gy, gz = grid
+    total = gx * gy * gz
+    executor = Executor(fn, memory, (gx, gy, gz))
+    with np.errstate(all="ignore"):
+        for start in range(0, total, batch_size):
+            linear = np.arange(start, min(total, start + batch_size), dtype=np.int64)
+            pids = np.stack([linear % gx, (linear // gx) % gy, linear // (gx * gy)], axis=1).astype(np.int32)
+            executor.run_batch(pids, args)

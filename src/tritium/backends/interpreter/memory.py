@@ -1,0 +1,143 @@
+"""Checked access to the memory of a launch's tensor arguments.
+
+Pointers are 64-bit *tagged addresses*: ``allocation_id << 40 | byte offset``. Every tensor
+argument gets its own 1 TiB segment, so pointer arithmetic stays plain integer arithmetic
+while each pointer still knows which tensor it came from. Before any load or store touches
+memory, every active lane is checked against its tensor's extent and alignment; a bad lane
+raises ``OutOfBoundsError`` and nothing is written.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ...errors import OutOfBoundsError, render_location
+
+TAG_SHIFT = 40
+_HALF_SEGMENT = 1 << (TAG_SHIFT - 1)
+
+
+@dataclass
+class Allocation:
+    """The bytes a tensor argument may touch."""
+
+    name: str  # the kernel parameter it was passed as
+    address: int  # real address of its lowest byte
+    nbytes: int
+    pointer_offset: int  # byte offset of the element the kernel's pointer points at
+    element_size: int
+    keepalive: object = None
+    _bytes: Optional[np.ndarray] = None
+    _views: dict = field(default_factory=dict)
+
+    @property
+    def extent(self) -> int:
+        """Number of elements from the kernel's pointer to the end of the allocation."""
+        return max(0, (self.nbytes - self.pointer_offset) // max(1, self.element_size))
+
+    def typed(self, dtype: np.dtype) -> np.ndarray:
+        view = self._views.get(dtype)
+        if view is None:
+            if self._bytes is None:
+                if self.nbytes == 0:
+                    self._bytes = np.zeros(0, dtype=np.uint8)
+                else:
+                    buffer = (ctypes.c_uint8 * self.nbytes).from_address(self.address)
+                    self._bytes = np.frombuffer(buffer, dtype=np.uint8)
+            usable = self.nbytes - self.nbytes % dtype.itemsize
+            view = self._bytes[:usable].view(dtype)
+            self._views[dtype] = view
+        return view
+
+
+class Memory:
+    """The allocations of one launch and the checked gather/scatter over them."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.allocations: list[Allocation] = []
+
+    def add(self, allocation: Allocation) -> int:
+        """Registers an allocation; returns the tagged pointer to its first element."""
+        self.allocations.append(allocation)
+        tag = len(self.allocations)
+        return (tag << TAG_SHIFT) + allocation.pointer_offset
+
+    @staticmethod
+    def decode(pointers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tags = (pointers + _HALF_SEGMENT) >> TAG_SHIFT
+        return tags, pointers - (tags << TAG_SHIFT)
+
+    def _check(self, pointers, mask, itemsize, access, loc, program_of_lane: Callable) -> list[tuple]:
+        """Validates every lane where ``mask`` holds; returns (allocation, lanes, element index) groups."""
+        tags, offsets = self.decode(pointers)
+        groups = []
+        selected_tags = tags[mask] if mask is not None else tags.reshape(-1)
+        unique = np.unique(selected_tags) if selected_tags.size else np.zeros(0, dtype=np.int64)
+        for tag in unique:
+            tag = int(tag)
+            lanes = (tags == tag) if mask is None else (mask & (tags == tag))
+            if not 1 <= tag <= len(self.allocations):
+                self._raise(None, offsets, lanes, itemsize, access, loc, program_of_lane, tag)
+            alloc = self.allocations[tag - 1]
+            off = offsets
+            bad = lanes & ((off < 0) | (off > alloc.nbytes - itemsize) | (off % itemsize != 0))
+            if bad.any():
+                self._raise(alloc, offsets, bad, itemsize, access, loc, program_of_lane, tag)
+            groups.append((alloc, lanes, off // itemsize))
+        return groups
+
+    def _raise(self, alloc, offsets, bad, itemsize, access, loc, program_of_lane, tag):
+        flat = np.flatnonzero(bad.reshape(-1))
+        first = int(flat[0])
+        lane_index = np.unravel_index(first, bad.shape)
+        program = program_of_lane(int(lane_index[0]))
+        same_program = bad[lane_index[0]]
+        count = int(np.count_nonzero(same_program))
+        byte_offset = int(offsets.reshape(-1)[first] if offsets.shape == bad.shape
+                          else np.broadcast_to(offsets, bad.shape).reshape(-1)[first])
+        lane = tuple(int(i) for i in lane_index[1:])
+        lane_text = f"lane {lane[0] if len(lane) == 1 else lane}" if lane else "the scalar access"
+        if alloc is None:
+            what = ("a null pointer" if tag == 0 else "an address that belongs to no tensor argument")
+            message = render_location(loc, f"out-of-bounds {access} in kernel '{self.kernel_name}': "
+                                      f"program {program}, {lane_text} dereferences {what}")
+            raise OutOfBoundsError(message, kernel=self.kernel_name, loc=loc, program_id=program,
+                                   offset=byte_offset, extent=0, tensor="?", access=access)
+        element_offset = (byte_offset - alloc.pointer_offset) // alloc.element_size
+        extent = alloc.extent
+        if byte_offset % itemsize == 0 or byte_offset < 0 or byte_offset > alloc.nbytes - itemsize:
+            problem = (f"element offset {element_offset} of '{alloc.name}', a tensor of {extent} elements "
+                       f"(valid offsets 0..{extent - 1})")
+        else:
+            problem = f"a misaligned address (byte {byte_offset}) inside '{alloc.name}'"
+        others = f"; {count} lanes of this program are out of bounds" if count > 1 else ""
+        hint = ("mask the access: compute mask = offsets < n and pass mask=mask"
+                + (", other=0.0 to tl.load" if access == "load" else " to tl.store"))
+        message = render_location(loc, f"out-of-bounds {access} in kernel '{self.kernel_name}': program {program}, "
+                                  f"{lane_text} touches {problem}{others}", hint)
+        raise OutOfBoundsError(message, kernel=self.kernel_name, loc=loc, program_id=program,
+                               offset=element_offset, extent=extent, tensor=alloc.name, access=access)
+
+    def load(self, pointers, mask, other, dtype: np.dtype, loc, program_of_lane) -> np.ndarray:
+        groups = self._check(pointers, mask, dtype.itemsize, "load", loc, program_of_lane)
+        if other is None:
+            result = np.zeros(pointers.shape, dtype=dtype)
+        else:
+            result = np.array(np.broadcast_to(other, pointers.shape), dtype=dtype)
+        for alloc, lanes, index in groups:
+            data = alloc.typed(dtype)
+            if mask is None and len(groups) == 1:
+                return data[index]
+            result[lanes] = data[index[lanes]]
+        return result
+
+    def store(self, pointers, values, mask, dtype: np.dtype, loc, program_of_lane) -> None:
+        groups = self._check(pointers, mask, dtype.itemsize, "store", loc, program_of_lane)
+        values = np.broadcast_to(values, pointers.shape)
+        for alloc, lanes, index in groups:
+            data = alloc.typed(dtype)
+            data[index[lanes]] = values[lanes]

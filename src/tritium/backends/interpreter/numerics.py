@@ -1,0 +1,199 @@
+"""Arithmetic as an NVIDIA GPU does it, on numpy arrays.
+
+- integer ``//`` and ``%`` truncate toward zero (C semantics); ``x // 0`` is -1 (all ones),
+  as measured on an H200;
+- float -> int conversion saturates: NaN -> 0, +inf -> INT_MAX, -inf -> INT_MIN (PTX cvt.rzi.sat);
+- float downcasts round to nearest even, or toward zero with ``rtz``; fp8 conversions saturate
+  to the largest finite value (448 for e4m3, 57344 for e5m2) instead of producing NaN/inf;
+- fp32 transcendental functions are computed in fp64 and rounded once;
+- reductions combine in a fixed binary tree (pairs of halves), as a GPU's butterfly does.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...compiler.ir import types as T
+
+
+def _float_bits_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"uint{dtype.itemsize * 8}")
+
+
+def _round_toward_zero(x: np.ndarray, rounded: np.ndarray) -> np.ndarray:
+    """Turns a round-to-nearest result into round-toward-zero by stepping back one ulp."""
+    wide = x.astype(np.float64)
+    back = rounded.astype(np.float64)
+    too_far = np.isfinite(wide) & (np.abs(back) > np.abs(wide))
+    if not too_far.any():
+        return rounded
+    bits = rounded.view(_float_bits_dtype(rounded.dtype)).copy()
+    bits[too_far] -= 1  # same sign, one step smaller in magnitude (inf steps to the largest finite)
+    return bits.view(rounded.dtype)
+
+
+def _saturate_fp8(x: np.ndarray, dst: T.dtype) -> np.ndarray:
+    limit = 448.0 if dst.name == "fp8e4nv" else 57344.0
+    wide = x.astype(np.float32)
+    return np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit))
+
+
+def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None) -> np.ndarray:
+    target = dst.numpy
+    if dst.is_bool():
+        return x != 0
+    if src.is_floating() and dst.is_int():
+        info = np.iinfo(target)
+        wide = np.trunc(x.astype(np.float64))
+        above = wide >= 2.0 ** (info.bits - (1 if info.min < 0 else 0))
+        below = wide < float(info.min)
+        invalid = np.isnan(wide) | above | below
+        result = np.where(invalid, 0.0, wide).astype(target)
+        result = np.where(above, info.max, result).astype(target)
+        return np.where(below, info.min, result).astype(target)
+    if src.is_floating() and dst.is_floating():
+        if dst.primitive_bitwidth >= src.primitive_bitwidth and not dst.is_fp8():
+            return x.astype(target)
+        source = _saturate_fp8(x, dst) if dst.is_fp8() else x
+        rounded = source.astype(target) if not dst.is_fp8() else source.astype(np.float32).astype(target)
+        if rounding == "rtz":
+            rounded = _round_toward_zero(source, rounded)
+        return rounded
+    if src.is_int() and dst.is_floating():
+        if dst.is_fp8() or dst.is_bf16():
+            return x.astype(np.float64).astype(np.float32).astype(target) if not dst.is_fp8() else \
+                _saturate_fp8(x.astype(np.float64), dst).astype(target)
+        return x.astype(target)
+    return x.astype(target)
+
+
+# integer division ---------------------------------------------------------------------------
+def int_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's truncating division; dividing by zero gives all ones (-1, or the unsigned maximum)."""
+    zero = b == 0
+    safe = np.where(zero, 1, b).astype(b.dtype)
+    q = np.floor_divide(a, safe)
+    if np.issubdtype(a.dtype, np.signedinteger):
+        r = a - q * safe
+        q = q + ((r != 0) & ((r < 0) != (safe < 0))).astype(q.dtype)
+    return np.where(zero, np.array(-1).astype(q.dtype), q)
+
+
+def int_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's remainder (the sign of the dividend); ``x % 0`` gives ``x``."""
+    zero = b == 0
+    safe = np.where(zero, 1, b).astype(b.dtype)
+    r = np.fmod(a, safe)
+    return np.where(zero, a, r)
+
+
+def umulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bits = a.dtype.itemsize * 8
+    if bits == 32:
+        wide = np.uint64 if a.dtype.kind == "u" else np.int64
+        return ((a.astype(wide) * b.astype(wide)) >> 32).astype(a.dtype)
+    # 64-bit: split into 32-bit halves (unsigned), then correct for signed operands
+    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    mask = np.uint64(0xFFFFFFFF)
+    a_lo, a_hi = ua & mask, ua >> np.uint64(32)
+    b_lo, b_hi = ub & mask, ub >> np.uint64(32)
+    lo_lo = a_lo * b_lo
+    mid1 = a_hi * b_lo + (lo_lo >> np.uint64(32))
+    mid2 = a_lo * b_hi + (mid1 & mask)
+    high = a_hi * b_hi + (mid1 >> np.uint64(32)) + (mid2 >> np.uint64(32))
+    if a.dtype.kind == "i":
+        high = high - np.where(a < 0, ub, 0).astype(np.uint64) - np.where(b < 0, ua, 0).astype(np.uint64)
+    return high.astype(a.dtype)
+
+
+# math -------------------------------------------------------------------------------------------
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _exact_erf(x: np.ndarray) -> np.ndarray:
+    return _erf(x).astype(np.float64) if x.size else x.astype(np.float64)
+
+
+_MATH = {
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "cos": np.cos,
+    "sin": np.sin,
+    "sqrt": np.sqrt,
+    "sqrt_rn": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "erf": _exact_erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+def math_function(name: str, x: np.ndarray) -> np.ndarray:
+    """fp32 (and narrower) arguments are evaluated in fp64 and rounded once."""
+    fn = _MATH[name]
+    if x.dtype == np.float64:
+        return fn(x).astype(np.float64)
+    return fn(x.astype(np.float64)).astype(x.dtype)
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    if a.dtype == np.float64:
+        return a * b + c
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
+
+
+# dot ---------------------------------------------------------------------------------------------
+def truncate_to_tf32(x: np.ndarray) -> np.ndarray:
+    """Drops the low 13 mantissa bits, as an H200's tensor cores were measured to do."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32)
+
+
+def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str, out: np.dtype) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        return (np.matmul(a.astype(np.int64), b.astype(np.int64)) + acc).astype(out)
+    if precision == "tf32":
+        product = np.matmul(truncate_to_tf32(a).astype(np.float64), truncate_to_tf32(b).astype(np.float64))
+    elif precision == "tf32x3":
+        a_big, b_big = truncate_to_tf32(a), truncate_to_tf32(b)
+        a_small = truncate_to_tf32(a.astype(np.float32) - a_big)
+        b_small = truncate_to_tf32(b.astype(np.float32) - b_big)
+        product = sum(np.matmul(x.astype(np.float64), y.astype(np.float64))
+                      for x, y in ((a_big, b_big), (a_big, b_small), (a_small, b_big)))
+    else:
+        product = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    return (product + acc.astype(np.float64)).astype(out)
+
+
+# reductions -------------------------------------------------------------------------------------
+def tree_reduce(values: list[np.ndarray], axis: int, combine) -> list[np.ndarray]:
+    """Combines halves pairwise until one element is left along ``axis`` (which is removed)."""
+    n = values[0].shape[axis]
+    while n > 1:
+        if n % 2:
+            # odd length: fold the last element into the first, then halve the rest
+            last = [np.take(v, [n - 1], axis=axis) for v in values]
+            head = [np.take(v, [0], axis=axis) for v in values]
+            merged = combine(head, last)
+            values = [np.concatenate([m, np.take(v, range(1, n - 1), axis=axis)], axis=axis)
+                      for m, v in zip(merged, values)]
+            n -= 1
+            continue
+        half = n // 2
+        left = [np.take(v, range(half), axis=axis) for v in values]
+        right = [np.take(v, range(half, n), axis=axis) for v in values]
+        values = combine(left, right)
+        n = half
+    return [np.take(v, 0, axis=axis) for v in values]
+
+
+def sum_tree(x: np.ndarray, axis: int) -> np.ndarray:
+    n = x.shape[axis]
+    while n > 1 and n % 2 == 0:
+        half = n // 2
+        x = np.add(np.take(x, range(half), axis=axis), np.take(x, range(half, n), axis=axis), dtype=x.dtype)
+        n = half
+    return np.sum(x, axis=axis, dtype=x.dtype) if n > 1 else np.take(x, 0, axis=axis)

@@ -1,0 +1,79 @@
+"""The ``tritium`` command: ``run`` a Triton script on tritium, show a kernel's ``ir``, ``demo``."""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+
+def _run(args) -> int:
+    from . import compat
+
+    compat.install()
+    if args.module:
+        sys.argv = [args.target] + args.args
+        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = [args.target] + args.args
+        sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(args.target)))
+        runpy.run_path(args.target, run_name="__main__")
+    return 0
+
+
+def _parse_constant(text: str):
+    name, _, value = text.partition("=")
+    for convert in (int, float):
+        try:
+            return name, convert(value)
+        except ValueError:
+            pass
+    if value in ("True", "False"):
+        return name, value == "True"
+    return name, value
+
+
+def _ir(args) -> int:
+    from . import compat
+    compat.install()
+    path, _, kernel_name = args.target.rpartition(":")
+    if not path or not kernel_name:
+        print("usage: tritium ir SCRIPT.py:KERNEL --signature '*fp32,*fp32,i32' -D BLOCK=1024", file=sys.stderr)
+        return 2
+    namespace = runpy.run_path(path, run_name="__tritium_ir__")
+    kernel = namespace.get(kernel_name)
+    if kernel is None:
+        print(f"{path} defines no kernel named {kernel_name!r}", file=sys.stderr)
+        return 2
+    constants = dict(_parse_constant(c) for c in args.define)
+    print(kernel.ir(args.signature, **constants))
+    return 0
+
+
+def _demo(args) -> int:
+    from .demo import main
+
+    return main()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run an unmodified Triton script (import triton resolves to tritium)")
+    run.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+    run.add_argument("target")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    run.set_defaults(handler=_run)
+    ir = sub.add_parser("ir", help="print a kernel's tile IR for given argument types")
+    ir.add_argument("target", help="SCRIPT.py:KERNEL")
+    ir.add_argument("--signature", "-s", required=True,
+                    help="types of the run-time parameters in order, e.g. '*fp32,*fp32,i32'")
+    ir.add_argument("-D", dest="define", action="append", default=[], help="a constexpr, NAME=VALUE")
+    ir.set_defaults(handler=_ir)
+    demo = sub.add_parser("demo", help="run real kernels and compare them with torch")
+    demo.set_defaults(handler=_demo)
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Dead-code elimination: drops operations whose results are unused and that have no side effects."""
+from __future__ import annotations
+
+from ..ir.ops import Function, Region
+
+
+def _used_ids(region: Region, used: set[int]) -> None:
+    for op in region.ops:
+        used.update(v.id for v in op.operands)
+        for nested in op.regions:
+            _used_ids(nested, used)
+
+
+def _sweep(region: Region, used: set[int]) -> bool:
+    changed = False
+    kept = []
+    for op in region.ops:
+        for nested in op.regions:
+            changed |= _sweep(nested, used)
+        dead = (op.opcode not in ("yield", "condition") and not op.has_side_effects
+                and not any(r.id in used for r in op.results))
+        if dead:
+            changed = True
+        else:
+            kept.append(op)
+    region.ops = kept
+    return changed
+
+
+def eliminate_dead_code(fn: Function) -> None:
+    while True:
+        used: set[int] = set()
+        _used_ids(fn.body, used)
+        if not _sweep(fn.body, used):
+            return

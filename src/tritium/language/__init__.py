@@ -1,0 +1,41 @@
+"""``tritium.language``: Triton's kernel language, imported as ``tl``."""
+from __future__ import annotations
+
+from ..compiler.ir.types import (  # noqa: F401
+    block_type, dtype, pointer_type,
+    int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float8e4nv, float8e5, float16, bfloat16, float32, float64,
+)
+from . import math  # noqa: F401
+from .core import builtin, constexpr, tensor  # noqa: F401
+from .math import (  # noqa: F401
+    abs, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, maximum, minimum, rsqrt,
+    sin, sqrt, sqrt_rn, umulhi,
+)
+from .standard import (  # noqa: F401
+    PropagateNan, arange, argmax, argmin, associative_scan, broadcast, broadcast_to, cast, cdiv, cumprod,
+    cumsum, debug_barrier, device_assert, device_print, dot, expand_dims, full, full_like, load, max,
+    max_constancy, max_contiguous, min, multiple_of, num_programs, permute, program_id, range, ravel,
+    reduce, reshape, sigmoid, softmax, static_assert, static_print, static_range, store, sum, trans, view,
+    where, xor_sum, zeros, zeros_like,
+)
+
+bool_ = int1
+float8e4b15 = None  # not supported yet: no faithful numpy storage type
+void = None
+
+int_types = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+
+
+def _tensor_member_functions():
+    """The tl functions available as tensor methods (``x.sum(0)``, ``x.exp()``...)."""
+    from . import standard
+
+    names = ["sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "reshape", "view",
+             "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
+             "associative_scan"]
+    table = {name: getattr(standard, name) for name in names}
+    for name in ["exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil", "abs",
+                 "fma", "sqrt_rn", "umulhi"]:
+        table[name] = getattr(math, name)
+    return table

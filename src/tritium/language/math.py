@@ -1,0 +1,101 @@
+"""``tl.math``: elementwise math. Names, signatures and dtype rules follow triton.language.math.
+
+exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, erf, floor, ceil and div_rn accept fp32
+and fp64 only, as in Triton: an fp16 or bf16 argument raises ValueError naming the dtype.
+"""
+from __future__ import annotations
+
+from .core import builtin, _semantic
+
+
+def _unary(name: str):
+    @builtin
+    def fn(x):
+        return _semantic().math(name, x)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} of ``x``."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+cos = _unary("cos")
+sin = _unary("sin")
+sqrt = _unary("sqrt")
+sqrt_rn = _unary("sqrt_rn")
+rsqrt = _unary("rsqrt")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+
+
+@builtin
+def abs(x):
+    """Elementwise absolute value (any numeric dtype)."""
+    return _semantic().abs(x)
+
+
+@builtin
+def fma(x, y, z):
+    """Elementwise ``x * y + z`` with a single rounding."""
+    return _semantic().fma(x, y, z)
+
+
+@builtin
+def div_rn(x, y):
+    """Elementwise ``x / y`` rounded to nearest (fp32/fp64)."""
+    sem = _semantic()
+    x, y = sem._promote(x, y, div_or_mod=True)
+    if x.dtype.name not in ("fp32", "fp64"):
+        raise ValueError(f"Expected dtype ['fp32', 'fp64'] but got {x.dtype}")
+    return sem._emit("div", [x, y], x.type)
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False):
+    """Elementwise floating-point division."""
+    return _semantic().truediv(x, y)
+
+
+@builtin
+def umulhi(x, y):
+    """The most significant 32 (or 64) bits of the product of two integers."""
+    sem = _semantic()
+    x, y = sem._promote(x, y)
+    if x.dtype.name not in ("int32", "int64", "uint32", "uint64"):
+        raise ValueError(f"Expected dtype ['int32', 'int64', 'uint32', 'uint64'] but got {x.dtype}")
+    return sem._emit("umulhi", [x, y], x.type)
+
+
+@builtin
+def maximum(x, y, propagate_nan="none"):
+    from .core import unwrap
+
+    return _semantic().minmax("maximum", x, y, _nan_mode(unwrap(propagate_nan)))
+
+
+@builtin
+def minimum(x, y, propagate_nan="none"):
+    from .core import unwrap
+
+    return _semantic().minmax("minimum", x, y, _nan_mode(unwrap(propagate_nan)))
+
+
+def _nan_mode(value) -> str:
+    text = str(getattr(value, "name", value)).lower()
+    if text in ("none", "propagate_nan.none", "0", "false"):
+        return "none"
+    if text in ("all", "propagate_nan.all", "1", "true"):
+        return "all"
+    raise ValueError(f"propagate_nan must be tl.PropagateNan.NONE or ALL, got {value!r}")
+
+
+@builtin
+def clamp(x, min, max, propagate_nan="none"):
+    """``minimum(maximum(x, min), max)``."""
+    sem = _semantic()
+    return sem.minmax("minimum", sem.minmax("maximum", x, min, _nan_mode(propagate_nan)), max, _nan_mode(propagate_nan))

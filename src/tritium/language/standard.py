@@ -1,0 +1,372 @@
+"""The rest of ``tl``: creation, memory, shapes, reductions, scans, dot, and debugging builtins.
+
+Names, signatures and defaults follow Triton's documentation of ``triton.language``.
+"""
+from __future__ import annotations
+
+import enum
+
+from ..compiler.ir import types as T
+from .core import builtin, constexpr, tensor, unwrap, _semantic
+from . import math as _math
+
+
+class PropagateNan(enum.Enum):
+    NONE = "none"
+    ALL = "all"
+
+
+# program structure -------------------------------------------------------------------------
+@builtin
+def program_id(axis):
+    """The index of the running program along ``axis`` (0, 1 or 2)."""
+    return _semantic().program_id(axis)
+
+
+@builtin
+def num_programs(axis):
+    """The number of programs launched along ``axis``."""
+    return _semantic().num_programs(axis)
+
+
+@builtin
+def arange(start, end):
+    """A block of consecutive int32 values ``[start, end)``; both bounds must be constexprs."""
+    return _semantic().arange(start, end)
+
+
+@builtin
+def full(shape, value, dtype):
+    """A block of ``shape`` filled with ``value`` of ``dtype``."""
+    return _semantic().full(shape, value, dtype)
+
+
+@builtin
+def zeros(shape, dtype):
+    return _semantic().full(shape, 0, dtype)
+
+
+@builtin
+def zeros_like(input):
+    input = _semantic().to_tensor(input)
+    return _semantic().full(T.shape_of(input.type), 0, input.dtype)
+
+
+@builtin
+def full_like(input, value):
+    input = _semantic().to_tensor(input)
+    return _semantic().full(T.shape_of(input.type), value, input.dtype)
+
+
+# memory ---------------------------------------------------------------------------------------
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    """Loads the elements ``pointer`` points to; lanes where ``mask`` is false take ``other``."""
+    if unwrap(boundary_check) or unwrap(padding_option):
+        raise NotImplementedError("block pointers (boundary_check, padding_option) are not supported yet")
+    return _semantic().load(pointer, unwrap(mask) if not isinstance(mask, tensor) else mask, other)
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """Stores ``value`` where ``pointer`` points, in lanes where ``mask`` is true."""
+    if unwrap(boundary_check):
+        raise NotImplementedError("block pointers (boundary_check) are not supported yet")
+    return _semantic().store(pointer, value, mask)
+
+
+# elementwise ----------------------------------------------------------------------------------
+@builtin
+def where(condition, x, y):
+    """Per lane: ``x`` where ``condition`` is true, else ``y``."""
+    return _semantic().where(condition, x, y)
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    return _semantic().cast(input, unwrap(dtype), unwrap(fp_downcast_rounding), bool(unwrap(bitcast)))
+
+
+@builtin
+def cdiv(x, div):
+    """Ceiling division ``(x + div - 1) // div``."""
+    if not isinstance(x, tensor) and not isinstance(div, tensor):
+        return constexpr((unwrap(x) + unwrap(div) - 1) // unwrap(div))
+    return (x + div - 1) // div
+
+
+@builtin
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` (fp32/fp64, like tl.exp)."""
+    return 1 / (1 + _math.exp(-_semantic().to_tensor(x)))
+
+
+@builtin
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    x = _semantic().to_tensor(x)
+    axis = 0 if dim is None else dim
+    z = x - max(x, axis, keep_dims=True)
+    num = _math.exp(z)
+    den = sum(num, axis, keep_dims=True)
+    return _semantic().truediv(num, den)
+
+
+# shapes ------------------------------------------------------------------------------------------
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    shape = _shape_args(shape)
+    return _semantic().reshape(input, shape, unwrap(can_reorder))
+
+
+def _shape_args(shape):
+    if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+        return tuple(unwrap(s) for s in unwrap(shape[0]))
+    return tuple(unwrap(s) for s in shape)
+
+
+@builtin
+def view(input, *shape):
+    return _semantic().reshape(input, _shape_args(shape), True)
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    x = _semantic().to_tensor(x)
+    return _semantic().reshape(x, (x.numel.value,))
+
+
+@builtin
+def broadcast_to(input, *shape):
+    return _semantic().broadcast_to(input, _shape_args(shape))
+
+
+@builtin
+def broadcast(input, other):
+    sem = _semantic()
+    return sem.broadcast_pair(sem.to_tensor(input), sem.to_tensor(other))
+
+
+@builtin
+def expand_dims(input, axis):
+    return _semantic().expand_dims(input, axis)
+
+
+@builtin
+def permute(input, *dims):
+    return _semantic().permute(input, _shape_args(dims))
+
+
+@builtin
+def trans(input, *dims):
+    input = _semantic().to_tensor(input)
+    dims = _shape_args(dims)
+    if not dims:
+        rank = len(input.shape)
+        if rank < 2:
+            raise ValueError("tl.trans needs a block of rank 2 or more")
+        dims = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    return _semantic().permute(input, dims)
+
+
+# reductions ---------------------------------------------------------------------------------------
+def _sum_dtype(in_dtype, dtype):
+    dtype = unwrap(dtype)
+    if dtype is not None:
+        return dtype
+    if in_dtype.is_bool() or (in_dtype.is_int_signed() and in_dtype.int_bitwidth < 32):
+        return T.int32
+    if in_dtype.is_int_unsigned() and in_dtype.int_bitwidth < 32:
+        return T.uint32
+    return None
+
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """The sum along ``axis`` (all elements when None), combined in a tree."""
+    sem = _semantic()
+    input = sem.to_tensor(input)
+    out = _sum_dtype(input.dtype, dtype)
+    if out is not None:
+        input = sem.cast(input, out)
+    return sem.reduce([input], axis, "sum", keep_dims=unwrap(keep_dims))[0]
+
+
+def _widen_for_minmax(input):
+    sem = _semantic()
+    if input.dtype.primitive_bitwidth < 32:
+        return sem.cast(input, T.float32 if input.dtype.is_floating() else T.int32)
+    return input
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    sem = _semantic()
+    input = sem.to_tensor(input)
+    if unwrap(return_indices):
+        value = sem.reduce([input], axis, "max", keep_dims=unwrap(keep_dims))[0]
+        index = sem.reduce([input], axis, "argmax", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
+        return value, index
+    return sem.reduce([_widen_for_minmax(input)], axis, "max", keep_dims=unwrap(keep_dims))[0]
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    sem = _semantic()
+    input = sem.to_tensor(input)
+    if unwrap(return_indices):
+        value = sem.reduce([input], axis, "min", keep_dims=unwrap(keep_dims))[0]
+        index = sem.reduce([input], axis, "argmin", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
+        return value, index
+    return sem.reduce([_widen_for_minmax(input)], axis, "min", keep_dims=unwrap(keep_dims))[0]
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """The index of the largest element along ``axis`` (the first one on ties)."""
+    return _semantic().reduce([input], axis, "argmax", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    return _semantic().reduce([input], axis, "argmin", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    sem = _semantic()
+    input = sem.to_tensor(input)
+    if not input.dtype.is_int():
+        raise TypeError(f"xor_sum needs integers, got {input.dtype}")
+    return sem.reduce([input], axis, "xor", keep_dims=unwrap(keep_dims))[0]
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce ``input`` (a tensor or a tuple of tensors) along ``axis`` with a @jit ``combine_fn``."""
+    sem = _semantic()
+    single = not isinstance(input, (tuple, list))
+    inputs = [sem.to_tensor(x) for x in ([input] if single else input)]
+    region = sem.combine_region(unwrap(combine_fn), [x.dtype for x in inputs])
+    results = sem.reduce(inputs, axis, "custom", combine=region, keep_dims=unwrap(keep_dims))
+    return results[0] if single else tuple(results)
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    sem = _semantic()
+    input = sem.to_tensor(input)
+    out = _sum_dtype(input.dtype, dtype)
+    if out is not None:
+        input = sem.cast(input, out)
+    return sem.scan(input, axis, "sum", reverse)[0]
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False):
+    return _semantic().scan(input, axis, "prod", reverse)[0]
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    sem = _semantic()
+    single = not isinstance(input, (tuple, list))
+    inputs = [sem.to_tensor(x) for x in ([input] if single else input)]
+    region = sem.combine_region(unwrap(combine_fn), [x.dtype for x in inputs])
+    results = sem.scan(inputs, axis, "custom", reverse, combine=region)
+    return results[0] if single else tuple(results)
+
+
+# dot -------------------------------------------------------------------------------------------------
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=T.float32):
+    """Matrix product of two blocks, accumulated into ``acc`` (fp32 by default)."""
+    return _semantic().dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
+
+
+# compiler hints ---------------------------------------------------------------------------------------
+@builtin
+def multiple_of(input, values):
+    """Promises every element of ``input`` is a multiple of ``values``; checked at run time."""
+    return _semantic().hint(input, "multiple_of", values)
+
+
+@builtin
+def max_contiguous(input, values):
+    """Promises runs of ``values`` consecutive increasing elements; checked at run time."""
+    return _semantic().hint(input, "max_contiguous", values)
+
+
+@builtin
+def max_constancy(input, values):
+    """Promises runs of ``values`` equal elements; checked at run time."""
+    return _semantic().hint(input, "max_constancy", values)
+
+
+@builtin
+def debug_barrier():
+    """Synchronises the threads of a program; programs here run in lock step, so it only orders."""
+    _semantic()._create("barrier")
+
+
+# debugging -------------------------------------------------------------------------------------------
+def _format_static(arg) -> str:
+    arg = unwrap(arg)
+    return str(arg)
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+    """Prints at compile time, once per compilation."""
+    text = sep.join(_format_static(v) for v in values) + end
+    _semantic().static_output.append(text)
+
+
+@builtin
+def static_assert(cond, msg=""):
+    """Fails compilation when the constexpr ``cond`` is false."""
+    value = unwrap(cond)
+    if isinstance(value, tensor):
+        raise TypeError("static_assert needs a constexpr condition; use tl.device_assert for run-time values")
+    if not value:
+        raise AssertionError(f"static_assert failed: {unwrap(msg)}" if unwrap(msg) else "static_assert failed")
+
+
+@builtin
+def device_print(prefix, *args, hex=False):
+    """Prints ``prefix`` and the values of ``args`` from every program, at run time."""
+    _semantic().device_print(str(unwrap(prefix)), args, unwrap(hex))
+
+
+@builtin
+def device_assert(cond, msg="", mask=None):
+    """Raises DeviceAssertionError naming the program when ``cond`` is false in some lane."""
+    sem = _semantic()
+    if mask is not None:
+        cond = sem.logical("or", cond, sem.logical_not(mask))
+    sem.device_assert(cond, str(unwrap(msg)))
+
+
+# loops -----------------------------------------------------------------------------------------------
+class range:
+    """A run-time loop ``for i in tl.range(start, end, step)``; extra options are accepted and ignored."""
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+        if arg2 is None:
+            self.start, self.end = 0, arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = 1 if step is None else step
+
+
+class static_range:
+    """A loop unrolled at compile time; bounds must be constexprs."""
+
+    def __init__(self, arg1, arg2=None, step=None):
+        if arg2 is None:
+            self.start, self.end = 0, arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = 1 if step is None else step

@@ -1,0 +1,110 @@
+"""Kernel arguments: what each one is (its type and specialization), and its memory for a launch.
+
+Accepted: torch tensors (any dtype, any strides), numpy arrays, objects exposing
+``__array_interface__``, Python ints/floats/bools, numpy scalars, and None.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..compiler.ir import types as T
+from ..compiler.promotion import python_scalar_type
+from ..errors import LaunchError
+
+_TORCH_DTYPE_NAMES = {
+    "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "double": "fp64", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "int1", "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
+
+_NUMPY_DTYPE_NAMES = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "int8", "int16": "int16",
+    "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "int1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """The memory facts of a tensor argument."""
+
+    dtype: T.dtype
+    address: int  # address of the element the kernel's pointer points at
+    low: int  # byte offsets, relative to ``address``, of the lowest and one past the highest byte
+    high: int
+    device: str
+    keepalive: Any
+
+
+def _torch_view(value) -> TensorView:
+    name = str(value.dtype).replace("torch.", "")
+    if name not in _TORCH_DTYPE_NAMES:
+        raise LaunchError(f"torch dtype {value.dtype} is not supported by tritium")
+    dtype = T.dtype(_TORCH_DTYPE_NAMES[name])
+    itemsize = value.element_size()
+    if value.numel() == 0:
+        low, high = 0, 0
+    else:
+        low = sum(min(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize
+        high = sum(max(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize + itemsize
+    return TensorView(dtype, value.data_ptr(), low, high, value.device.type, value)
+
+
+def _numpy_view(value) -> TensorView:
+    array = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    name = array.dtype.name
+    if name not in _NUMPY_DTYPE_NAMES:
+        raise LaunchError(f"numpy dtype {array.dtype} is not supported by tritium")
+    dtype = T.dtype(_NUMPY_DTYPE_NAMES[name])
+    itemsize = array.itemsize
+    if array.size == 0:
+        low, high = 0, 0
+    else:
+        low = sum(min(0, (s - 1) * st) for s, st in zip(array.shape, array.strides))
+        high = sum(max(0, (s - 1) * st) for s, st in zip(array.shape, array.strides)) + itemsize
+    address = array.__array_interface__["data"][0]
+    return TensorView(dtype, address, low, high, "cpu", array)
+
+
+def tensor_view(value) -> Optional[TensorView]:
+    """The TensorView of a tensor-like argument; None for anything else."""
+    module = type(value).__module__
+    if module.startswith("torch") and hasattr(value, "data_ptr"):
+        return _torch_view(value)
+    if isinstance(value, np.ndarray):
+        return _numpy_view(value)
+    if hasattr(value, "__cuda_array_interface__"):
+        raise LaunchError("CUDA memory was passed, but the cuda backend is not available yet; "
+                          "pass CPU tensors")
+    if hasattr(value, "__array_interface__"):
+        return _numpy_view(np.asarray(value))
+    return None
+
+
+def specialize(value, allow_constant_one: bool = True) -> tuple[tuple, Any]:
+    """(key, IR type or constexpr value) for one non-constexpr argument."""
+    from ..language.core import constexpr
+
+    if value is None:
+        return ("none",), constexpr(None)
+    if isinstance(value, (bool, np.bool_)):
+        return ("i1",), T.int1
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if allow_constant_one and v == 1:
+            return ("one",), constexpr(1)
+        ty = python_scalar_type(v) if not isinstance(value, np.integer) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
+        return (ty.name, v % 16 == 0), ty
+    if isinstance(value, (float, np.floating)):
+        ty = T.float32 if isinstance(value, float) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
+        return (ty.name,), ty
+    view = tensor_view(value)
+    if view is not None:
+        return ("ptr", view.dtype.name, view.address % 16 == 0), T.pointer_type(view.dtype)
+    if isinstance(value, T.dtype):
+        return ("dtype", value.name), constexpr(value)
+    raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected a tensor, a number, or None")
