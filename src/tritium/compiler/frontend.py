@@ -417,16 +417,12 @@ class CodeGenerator(ast.NodeVisitor):
         # Carried names holding compile-time values become run-time values of their natural type.
         init_types = [self.semantic.to_tensor(v).type if not _is_static(v) else None for v in inits]
         for attempt in builtins.range(3):
-            types = []
-            for value, ty in zip(inits, init_types):
-                types.append(ty)
-            # materialise constants in the enclosing region
+            # materialise the initial values in the enclosing region, with the types settled so far
             init_tensors = []
-            for value, ty in zip(inits, types):
+            for value, ty in zip(inits, init_types):
                 if isinstance(_static(value), tuple):
                     raise self.error(node, "tuples carried through run-time loops are not supported yet")
-                t = self.semantic.to_tensor(value) if ty is None else self.semantic.cast(self.semantic.to_tensor(value), ty)
-                init_tensors.append(t)
+                init_tensors.append(self._coerce(value, ty))
             types = [t.type for t in init_tensors]
             region, args, extra = make_region(types)
             saved_scope = dict(self.scope)
@@ -468,6 +464,14 @@ class CodeGenerator(ast.NodeVisitor):
                 self.scope[name] = tensor(result, result.type)
             return
         raise self.error(node, "could not settle the types of the loop-carried values")
+
+    def _coerce(self, value, ty) -> tensor:
+        """``value`` as a tensor of type ``ty`` (its natural type when ``ty`` is None)."""
+        t = self.semantic.to_tensor(value)
+        if ty is None or t.type == ty:
+            return t
+        t = self.semantic.cast(t, ty.scalar)
+        return self.semantic.broadcast_to(t, T.shape_of(ty)) if ty.is_block() else t
 
     def visit_While(self, node):
         if node.orelse:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 from .. import config
 from ..compiler.frontend import is_constexpr_annotation, parse_function
 from ..compiler.ir import types as T
-from ..errors import LaunchError
+from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
 from .arguments import specialize, tensor_view
 
@@ -198,6 +198,13 @@ class JITFunction:
         return kernel
 
     def run(self, *args, grid, **kwargs):
+        try:
+            return self._run(args, grid, kwargs)
+        except TritonError as error:
+            # The user's mistake is in their kernel or call, not in tritium's frames: show it alone.
+            raise error.with_traceback(None) from None
+
+    def _run(self, args, grid, kwargs):
         backend = config.backend_name()
         if backend not in ("interpreter",):
             raise LaunchError(f"TRITIUM_BACKEND={backend!r} is not available yet; use 'interpreter'")
