@@ -480,6 +480,7 @@ class CodeGenerator(ast.NodeVisitor):
         if _is_static(test) and not _static(test):
             return
         carried = [n for n in _assigned_names(node.body) if n in self.scope]
+        before_regions = []  # this loop's own: a nested while builds its regions in between
 
         def make_region(types):
             before = Region(types)
@@ -494,12 +495,12 @@ class CodeGenerator(ast.NodeVisitor):
                 self.semantic._create("condition", [cond, *before.args])
             self.scope = saved
             body = Region(types)
-            self._while_before = before
+            before_regions.append(before)
             return body, body.args, {}
 
         self._emit_loop(node, carried, make_region,
                         lambda region, inits: self.semantic._create(
-                            "while", inits, [v.type for v in inits], regions=[self._while_before, region]))
+                            "while", inits, [v.type for v in inits], regions=[before_regions[-1], region]))
 
     def visit_Break(self, node):
         raise self.error(node, "break is not supported in kernels yet", "use a while loop with a flag")

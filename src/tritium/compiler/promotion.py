@@ -2,7 +2,8 @@
 
 Source: Triton's documentation of type promotion and ``semantic.computation_type_impl``.
 A Python number in an expression is a *weak* scalar: when it is of the same or a lower kind
-(bool < uint < int < float) than the tensor operand, it takes the tensor's type.
+(bool < integral < float; signed and unsigned integers are one kind) than the tensor operand, it
+takes the tensor's type: ``(uint8, int) -> uint8``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,16 @@ def integer_promote(a: T.dtype, b: T.dtype) -> T.dtype:
     return b if b_rank >= a_rank else a
 
 
+def _triton_kind(ty: T.dtype) -> int:
+    """Triton's kinds for the weak-scalar rule: bool < integral < floating."""
+    return 0 if ty.is_bool() else 2 if ty.is_floating() else 1
+
+
+def _is_unsigned(ty: T.dtype) -> bool:
+    """Signedness as Triton defines it: int1 is one of its unsigned types."""
+    return ty.is_int_unsigned() or ty.is_bool()
+
+
 def computation_type(a: T.dtype, a_weak: bool, b: T.dtype, b_weak: bool, div_or_mod: bool = False) -> T.dtype:
     """The type both operands of an arithmetic operator are converted to.
 
@@ -37,7 +48,7 @@ def computation_type(a: T.dtype, a_weak: bool, b: T.dtype, b_weak: bool, div_or_
     """
     if a_weak != b_weak:
         scalar, tensor = (a, b) if a_weak else (b, a)
-        if scalar.kind <= tensor.kind:
+        if _triton_kind(scalar) <= _triton_kind(tensor):
             if div_or_mod and tensor in (T.float16, T.bfloat16):
                 return T.float32
             return tensor
@@ -55,7 +66,7 @@ def computation_type(a: T.dtype, a_weak: bool, b: T.dtype, b_weak: bool, div_or_
         return a if a == b else T.float16
     if not a.is_int() or not b.is_int():
         raise PromotionError(f"unexpected types {a} and {b}")
-    if div_or_mod and a.is_int_unsigned() != b.is_int_unsigned():
+    if div_or_mod and _is_unsigned(a) != _is_unsigned(b):
         raise PromotionError(
             f"cannot use /, // or % with {a} and {b} because they have different signedness; "
             "cast them to the same signedness"

@@ -72,7 +72,42 @@ class Memory:
         return tags, pointers - (tags << TAG_SHIFT)
 
     def _check(self, pointers, mask, itemsize, access, loc, program_of_lane: Callable) -> list[tuple]:
-        """Validates every lane where ``mask`` holds; returns (allocation, lanes, element index) groups."""
+        """Validates every lane where ``mask`` holds; returns (allocation, lanes, element index) groups.
+
+        ``lanes`` is the boolean mask of the group's lanes, or True for all of them.
+        """
+        fast = self._check_single_allocation(pointers, mask, itemsize)
+        if fast is not None:
+            return fast
+        return self._check_lanes(pointers, mask, itemsize, access, loc, program_of_lane)
+
+    def _check_single_allocation(self, pointers, mask, itemsize):
+        """The common case, in a few passes: every selected lane is in bounds of one allocation.
+
+        Returns None when that is not so; the lane-by-lane check then finds what is wrong.
+        """
+        if pointers.size == 0:
+            return []
+        if mask is None:
+            sample = int(pointers.flat[0])
+        else:
+            first = int(np.argmax(mask.reshape(-1)))
+            if not mask.reshape(-1)[first]:
+                return []  # no lane selected
+            sample = int(pointers.reshape(-1)[first])
+        tag = (sample + _HALF_SEGMENT) >> TAG_SHIFT
+        if not 1 <= tag <= len(self.allocations):
+            return None
+        alloc = self.allocations[tag - 1]
+        offsets = pointers - (tag << TAG_SHIFT)
+        selected = offsets if mask is None else np.where(mask, offsets, 0)
+        if selected.min() < 0 or selected.max() > alloc.nbytes - itemsize:
+            return None
+        if itemsize > 1 and np.any(selected & (itemsize - 1)):
+            return None
+        return [(alloc, True if mask is None else mask, selected >> (itemsize.bit_length() - 1))]
+
+    def _check_lanes(self, pointers, mask, itemsize, access, loc, program_of_lane: Callable) -> list[tuple]:
         tags, offsets = self.decode(pointers)
         groups = []
         selected_tags = tags[mask] if mask is not None else tags.reshape(-1)
@@ -128,10 +163,11 @@ class Memory:
             result = np.zeros(pointers.shape, dtype=dtype)
         else:
             result = np.array(np.broadcast_to(other, pointers.shape), dtype=dtype)
+        if len(groups) == 1 and mask is None:
+            alloc, lanes, index = groups[0]
+            return alloc.typed(dtype)[index]
         for alloc, lanes, index in groups:
             data = alloc.typed(dtype)
-            if mask is None and len(groups) == 1:
-                return data[index]
             result[lanes] = data[index[lanes]]
         return result
 
@@ -140,4 +176,7 @@ class Memory:
         values = np.broadcast_to(values, pointers.shape)
         for alloc, lanes, index in groups:
             data = alloc.typed(dtype)
-            data[index[lanes]] = values[lanes]
+            if lanes is True:
+                data[index] = values
+            else:
+                data[index[lanes]] = values[lanes]
