@@ -225,11 +225,12 @@ def _block_accumulate_kernel(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
     tl.store(out_ptr + cols, acc)
 
 
-def test_accumulator_starting_as_python_float_becomes_block():
-    rows, block = 13, 32
-    x = torch.randn(rows, block)
-    out = torch.empty(block)
-    _block_accumulate_kernel[(1,)](x, out, rows, BLOCK=block)
+@pytest.mark.parametrize("rows", [13, 2, 0])
+def test_accumulator_starting_as_python_float_becomes_block(rows):
+    block = 32
+    x = torch.randn(max(rows, 1), block)
+    out = torch.full((block,), float("nan"))
+    _block_accumulate_kernel[(1,)](x, out, rows, BLOCK=block)  # rows=0: the initial 0.0, as a block
     expected = np.zeros(block, dtype=np.float32)
     for r in range(rows):  # the same sequential fp32 order as the kernel
         expected = expected + x.numpy()[r]
@@ -363,6 +364,73 @@ def test_nested_loops_with_if_inside(batching):
                 t += i * j if (i + j + pid) % 3 == 0 else -1
         expected.append(t)
     assert out.tolist() == expected
+
+
+@triton.jit
+def _persistent_kernel(x_ptr, out_ptr, n_tiles, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    # grid-stride loop: divergent start, run-time step from num_programs
+    for t in range(pid, n_tiles, tl.num_programs(0)):
+        offs = t * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2.0 + pid)
+
+
+@pytest.mark.parametrize("programs", [1, 3, 4, 16])
+def test_persistent_grid_stride_loop(programs, batching):
+    n_tiles, block = 10, 8
+    x = torch.randn(n_tiles, block)
+    out = torch.full((n_tiles, block), float("nan"))
+    _persistent_kernel[(programs,)](x, out, n_tiles, BLOCK=block)
+    owner = (np.arange(n_tiles) % programs).astype(np.float32)[:, None]
+    _assert_close(out, x.numpy() * np.float32(2) + owner, rtol=0, atol=0)
+
+
+@triton.jit
+def _boolean_conditions_kernel(out_ptr, n):
+    pid = tl.program_id(0)
+    i = 0
+    s = 0
+    while i < n and s < 20:
+        s += pid + i
+        i += 1
+    r = 0
+    if 0 <= pid < 3 or not (pid != 5):
+        r = 1
+    tl.store(out_ptr + pid * 3, i)
+    tl.store(out_ptr + pid * 3 + 1, s)
+    tl.store(out_ptr + pid * 3 + 2, r)
+
+
+def test_and_or_not_and_chained_comparisons_on_runtime_scalars(batching):
+    programs, n = 8, 10
+    out = torch.zeros(programs, 3, dtype=torch.int32)
+    _boolean_conditions_kernel[(programs,)](out, n)
+    expected = []
+    for pid in range(programs):
+        i = s = 0
+        while i < n and s < 20:
+            s += pid + i
+            i += 1
+        expected.append([i, s, int(0 <= pid < 3 or not (pid != 5))])
+    assert out.tolist() == expected
+
+
+@triton.jit
+def _static_range_with_runtime_if_kernel(out_ptr):
+    pid = tl.program_id(0)
+    acc = 0
+    for k in tl.static_range(3):
+        if pid == k:
+            acc += 10 ** k  # 10 ** k is computed at compile time
+        else:
+            acc -= 1
+    tl.store(out_ptr + pid, acc)
+
+
+def test_static_range_containing_runtime_if():
+    out = torch.zeros(5, dtype=torch.int32)
+    _static_range_with_runtime_if_kernel[(5,)](out)
+    assert out.tolist() == [sum(10 ** k if p == k else -1 for k in range(3)) for p in range(5)]
 
 
 @triton.jit
@@ -538,6 +606,30 @@ def test_while_stores_only_for_running_programs(batching):
     expected = np.zeros((4, 8), dtype=np.int32)
     for p, lim in enumerate(limits.tolist()):
         expected[p, :lim] = np.arange(1, lim + 1)
+    assert np.array_equal(out.numpy(), expected)
+
+
+@triton.jit
+def _nested_while_kernel(out_ptr, n, W: tl.constexpr):
+    pid = tl.program_id(0)
+    i = 0
+    while i < n + pid:  # divergent outer trip count
+        j = 0
+        while j < i:  # inner trip count depends on the outer variable
+            j += 1
+            tl.store(out_ptr + (pid * W + i) * W + j, i * 10 + j)
+        i += 1
+
+
+def test_nested_while_loops(batching):
+    n, w, programs = 4, 8, 3
+    out = torch.zeros(programs, w, w, dtype=torch.int32)
+    _nested_while_kernel[(programs,)](out, n, W=w)
+    expected = np.zeros((programs, w, w), dtype=np.int32)
+    for p in range(programs):
+        for i in range(n + p):
+            for j in range(1, i + 1):
+                expected[p, i, j] = i * 10 + j
     assert np.array_equal(out.numpy(), expected)
 
 

@@ -476,7 +476,8 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise self.error(node, "while ... else is not supported in kernels")
-        test = self.visit(node.test)
+        with self.builder.insert_into(Region()):  # a look at the condition; its ops are discarded
+            test = self.visit(node.test)
         if _is_static(test) and not _static(test):
             return
         carried = [n for n in _assigned_names(node.body) if n in self.scope]

@@ -326,9 +326,23 @@ class Semantic:
             ty = computation_type(a_ty, a_weak, b_ty, b_weak, div_or_mod)
         except PromotionError as e:
             raise TypeError(str(e)) from None
-        a = self.cast(self.to_tensor(a), ty)
-        b = self.cast(self.to_tensor(b), ty)
+        a = self._scalar_operand(a, ty) if a_weak else self.cast(self.to_tensor(a), ty)
+        b = self._scalar_operand(b, ty) if b_weak else self.cast(self.to_tensor(b), ty)
         return self.broadcast_pair(a, b)
+
+    def _scalar_operand(self, value, ty: T.dtype) -> tensor:
+        """A Python number as a constant of ``ty``, rounded once, and checked to fit as Triton does."""
+        value = unwrap(value)
+        if ty.is_int() and not ty.is_bool() and not isinstance(value, float):
+            v = int(value)
+            if v < 0 and ty.is_int_unsigned():
+                raise ValueError(f"cannot combine a {ty} value with the negative scalar {v}; "
+                                 "cast one of them explicitly")
+            bits = ty.int_bitwidth
+            low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if ty.is_int_signed() else (0, 2**bits - 1)
+            if not low <= v <= high:
+                raise ValueError(f"scalar {v} is out of range for type {ty}")
+        return self.constant(value, ty)
 
     def _binary(self, opcode, a, b, div_or_mod=False) -> tensor:
         a, b = self._promote(a, b, div_or_mod)
@@ -508,6 +522,61 @@ class Semantic:
             operands.append(mask)
         self._create("store", operands, [])
 
+    _SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
+    _SCOPES = ("gpu", "cta", "sys")
+    # Element types each read-modify-write kind accepts (Triton's documentation of tl.atomic_*).
+    _ATOMIC_TYPES = {
+        "add": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
+        "max": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
+        "min": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
+        "and": ("int32", "uint32", "int64", "uint64"),
+        "or": ("int32", "uint32", "int64", "uint64"),
+        "xor": ("int32", "uint32", "int64", "uint64"),
+        "xchg": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
+    }
+
+    def _memory_order(self, sem, scope) -> dict:
+        sem = unwrap(sem) or "acq_rel"
+        scope = unwrap(scope) or "gpu"
+        if sem not in self._SEMANTICS:
+            raise ValueError(f"sem must be one of {self._SEMANTICS}, got {sem!r}")
+        if scope not in self._SCOPES:
+            raise ValueError(f"scope must be one of {self._SCOPES}, got {scope!r}")
+        return {"sem": sem, "scope": scope}
+
+    def atomic_rmw(self, kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
+        """Atomically combines ``val`` into memory; returns the values found there before."""
+        ptr = self._check_pointer(ptr, f"tl.atomic_{kind}")
+        element = ptr.dtype.element_ty
+        if element.name not in self._ATOMIC_TYPES[kind]:
+            raise TypeError(f"tl.atomic_{kind} does not support {element} "
+                            f"(supported: {', '.join(self._ATOMIC_TYPES[kind])})")
+        val = self.cast(self.to_tensor(val, element if _is_number(val) else None), element)
+        if val.type.is_block() and not ptr.type.is_block():
+            ptr = self.broadcast_to(ptr, val.type.shape)
+        val = self.broadcast_to(val, T.shape_of(ptr.type))
+        operands = [ptr, val]
+        if mask is not None and unwrap(mask) is not None:
+            operands.append(self.broadcast_to(self.to_bool(self.to_tensor(mask)), T.shape_of(ptr.type)))
+        attrs = {"kind": kind, **self._memory_order(sem, scope)}
+        return self._emit("atomic_rmw", operands, T.with_element(ptr.type, element), attrs)
+
+    def atomic_cas(self, ptr, cmp, val, sem=None, scope=None) -> tensor:
+        """Where memory equals ``cmp``, stores ``val``; returns the values found there before."""
+        ptr = self._check_pointer(ptr, "tl.atomic_cas")
+        element = ptr.dtype.element_ty
+        if element.name not in ("int16", "uint16", "int32", "uint32", "int64", "uint64", "fp16", "fp32", "fp64"):
+            raise TypeError(f"tl.atomic_cas does not support {element}")
+        cmp = self.cast(self.to_tensor(cmp, element if _is_number(cmp) else None), element)
+        val = self.cast(self.to_tensor(val, element if _is_number(val) else None), element)
+        shape = T.shape_of(ptr.type)
+        for x in (cmp, val):
+            if x.type.is_block() and not shape:
+                shape = x.type.shape
+        ptr, cmp, val = (self.broadcast_to(x, shape) for x in (ptr, cmp, val))
+        return self._emit("atomic_cas", [ptr, cmp, val], T.with_element(ptr.type, element),
+                          self._memory_order(sem, scope))
+
     # reductions and scans -------------------------------------------------------------
     def _axis(self, x: tensor, axis) -> Optional[int]:
         axis = unwrap(axis)
@@ -529,14 +598,13 @@ class Semantic:
         if not inputs[0].type.is_block():
             return inputs if kind != "argmax" and kind != "argmin" else [self.constant(0, T.int32)]
         axis = self._axis(inputs[0], axis)
+        original_rank = len(T.shape_of(inputs[0].type))  # keep_dims keeps every axis, also for axis=None
         if axis is None:
             inputs = [self._flatten(x) for x in inputs]
             full_shape = T.shape_of(inputs[0].type)
             axis = 0
-            original_rank = None
         else:
             full_shape = T.shape_of(inputs[0].type)
-            original_rank = None
         out_shape = tuple(s for i, s in enumerate(full_shape) if i != axis)
         result_dtypes = result_dtypes or [x.dtype for x in inputs]
         result_types = [T.block_type(d, out_shape) if out_shape else d for d in result_dtypes]
@@ -546,9 +614,8 @@ class Semantic:
             regions.append(combine)
         op = self._create("reduce", inputs, result_types, attrs, regions)
         results = [tensor(r, r.type) for r in op.results]
-        del original_rank
         if keep_dims:
-            results = [self.expand_dims(r, axis) if out_shape else self.reshape(r, (1,) * len(full_shape))
+            results = [self.expand_dims(r, axis) if out_shape else self.reshape(r, (1,) * original_rank)
                        for r in results]
         return results
 

@@ -98,4 +98,8 @@ def _nan_mode(value) -> str:
 def clamp(x, min, max, propagate_nan="none"):
     """``minimum(maximum(x, min), max)``."""
     sem = _semantic()
-    return sem.minmax("minimum", sem.minmax("maximum", x, min, _nan_mode(propagate_nan)), max, _nan_mode(propagate_nan))
+    result = sem.minmax("minimum", sem.minmax("maximum", x, min, _nan_mode(propagate_nan)), max, _nan_mode(propagate_nan))
+    if not result.dtype.is_floating():
+        raise TypeError(f"Unexpected dtype {result.dtype}: only floating point clamp is supported "
+                        "(use tl.minimum(tl.maximum(x, lo), hi) for integers)")
+    return result

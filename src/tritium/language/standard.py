@@ -4,6 +4,7 @@ Names, signatures and defaults follow Triton's documentation of ``triton.languag
 """
 from __future__ import annotations
 
+import builtins
 import enum
 
 from ..compiler.ir import types as T
@@ -74,6 +75,32 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     if unwrap(boundary_check):
         raise NotImplementedError("block pointers (boundary_check) are not supported yet")
     return _semantic().store(pointer, value, mask)
+
+
+def _atomic(kind: str):
+    @builtin
+    def fn(pointer, val, mask=None, sem=None, scope=None):
+        return _semantic().atomic_rmw(kind, pointer, val, mask, sem, scope)
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{kind}"
+    fn.__doc__ = (f"Atomically applies {kind} of ``val`` to the memory ``pointer`` points at, in lanes where "
+                  "``mask`` holds; returns the previous values.")
+    return fn
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
+atomic_and = _atomic("and")
+atomic_or = _atomic("or")
+atomic_xor = _atomic("xor")
+atomic_xchg = _atomic("xchg")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically stores ``val`` where memory equals ``cmp``; returns the previous values."""
+    return _semantic().atomic_cas(pointer, cmp, val, sem, scope)
 
 
 # elementwise ----------------------------------------------------------------------------------
@@ -165,7 +192,7 @@ def trans(input, *dims):
         rank = len(input.shape)
         if rank < 2:
             raise ValueError("tl.trans needs a block of rank 2 or more")
-        dims = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+        dims = tuple(builtins.range(rank - 2)) + (rank - 1, rank - 2)  # `range` here is tl.range
     return _semantic().permute(input, dims)
 
 

@@ -11,7 +11,6 @@ from typing import Any, Optional
 import numpy as np
 
 from ..compiler.ir import types as T
-from ..compiler.promotion import python_scalar_type
 from ..errors import LaunchError
 
 _TORCH_DTYPE_NAMES = {
@@ -85,6 +84,16 @@ def tensor_view(value) -> Optional[TensorView]:
     return None
 
 
+def _launch_int_type(v: int) -> T.dtype:
+    """Triton's launcher types a Python int argument i32 when it fits, u64 from 2**63 up, else i64
+    (unlike a literal inside a kernel, it never becomes u32)."""
+    if not -(2**63) <= v < 2**64:
+        raise LaunchError(f"integer argument {v} does not fit in 64 bits")
+    if -(2**31) <= v < 2**31:
+        return T.int32
+    return T.uint64 if v >= 2**63 else T.int64
+
+
 def specialize(value, allow_constant_one: bool = True) -> tuple[tuple, Any]:
     """(key, IR type or constexpr value) for one non-constexpr argument."""
     from ..language.core import constexpr
@@ -97,8 +106,9 @@ def specialize(value, allow_constant_one: bool = True) -> tuple[tuple, Any]:
         v = int(value)
         if allow_constant_one and v == 1:
             return ("one",), constexpr(1)
-        ty = python_scalar_type(v) if not isinstance(value, np.integer) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
-        return (ty.name, v % 16 == 0), ty
+        ty = _launch_int_type(v) if not isinstance(value, np.integer) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
+        # do_not_specialize (allow_constant_one=False) drops the divisibility-by-16 key too, as in Triton
+        return (ty.name, v % 16 == 0 if allow_constant_one else None), ty
     if isinstance(value, (float, np.floating)):
         ty = T.float32 if isinstance(value, float) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
         return (ty.name,), ty

@@ -139,9 +139,17 @@ def _binary(fn):
     return run
 
 
+def _modulo_2_for_bool(fn):
+    """i1 arithmetic wraps modulo 2, as LLVM's does: + and - are xor (numpy's bool + is an or)."""
+    def apply(a, b):
+        return np.logical_xor(a, b) if a.dtype == np.bool_ else fn(a, b)
+
+    return apply
+
+
 for _opcode, _fn in {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and, "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
+    "add": _modulo_2_for_bool(np.add), "sub": _modulo_2_for_bool(np.subtract), "mul": np.multiply,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
 }.items():
     _EXEC[_opcode] = _binary(_fn)
 
@@ -201,7 +209,7 @@ def exec_minmax(ex, op, args, active):
 
 @handles("neg")
 def exec_neg(ex, op, args, active):
-    return np.negative(args[0])
+    return args[0] if args[0].dtype == np.bool_ else np.negative(args[0])  # i1: 0 - x == x (mod 2)
 
 
 @handles("not")
@@ -288,6 +296,20 @@ def exec_store(ex, op, args, active):
     dtype = ptr_ty.scalar.element_ty.numpy
     ex.memory.store(pointers, args[1].astype(dtype, copy=False), lanes, dtype, op.loc, ex.program_of_lane)
     return []
+
+
+@handles("atomic_rmw", "atomic_cas")
+def exec_atomic(ex, op, args, active):
+    ptr_ty = op.operands[0].type
+    pointers = _full(args[0], ptr_ty, ex.batch)
+    if op.opcode == "atomic_cas":
+        kind, compare, values, mask = "cas", args[1], args[2], None
+    else:
+        kind, compare, values = op.attrs["kind"], None, args[1]
+        mask = args[2] if len(args) > 2 else None
+    lanes = _access_mask(ex, mask, active, ptr_ty)
+    dtype = ptr_ty.scalar.element_ty.numpy
+    return ex.memory.atomic(kind, pointers, values, compare, lanes, dtype, op.loc, ex.program_of_lane)
 
 
 # reductions and scans ----------------------------------------------------------------------------------

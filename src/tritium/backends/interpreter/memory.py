@@ -180,3 +180,62 @@ class Memory:
                 data[index] = values
             else:
                 data[index[lanes]] = values[lanes]
+
+    def atomic(self, kind: str, pointers, values, compare, mask, dtype: np.dtype, loc, program_of_lane):
+        """Read-modify-write in program order, then lane order; returns the values found before each lane's update.
+
+        Lanes that hit the same address are applied one after another: round r applies every lane
+        that is the r-th to touch its address, so one round never touches an address twice.
+        """
+        groups = self._check(pointers, mask, dtype.itemsize, "atomic", loc, program_of_lane)
+        old = np.zeros(pointers.shape, dtype=dtype)
+        old_flat = old.reshape(-1)
+        values = np.broadcast_to(values, pointers.shape).reshape(-1)
+        compare = None if compare is None else np.broadcast_to(compare, pointers.shape).reshape(-1)
+        for alloc, lanes, index in groups:
+            data = alloc.typed(dtype)
+            selected = np.ones(pointers.size, dtype=bool) if lanes is True else np.broadcast_to(lanes, pointers.shape).reshape(-1)
+            positions = np.flatnonzero(selected)
+            if positions.size == 0:
+                continue
+            idx = np.broadcast_to(index, pointers.shape).reshape(-1)[positions]
+            by_address = np.argsort(idx, kind="stable")
+            sorted_idx = idx[by_address]
+            count = idx.size
+            first_of_run = np.ones(count, dtype=bool)
+            first_of_run[1:] = sorted_idx[1:] != sorted_idx[:-1]
+            run_start = np.maximum.accumulate(np.where(first_of_run, np.arange(count), 0))
+            rank = np.empty(count, dtype=np.int64)
+            rank[by_address] = np.arange(count) - run_start
+            by_round = np.argsort(rank, kind="stable")
+            bounds = np.searchsorted(rank[by_round], np.arange(int(rank.max()) + 2))
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                lane_ids = by_round[start:end]
+                where = idx[lane_ids]
+                flat_positions = positions[lane_ids]
+                current = data[where].copy()
+                update = values[flat_positions]
+                data[where] = _combine(kind, current, update,
+                                       None if compare is None else compare[flat_positions])
+                old_flat[flat_positions] = current
+        return old
+
+
+def _combine(kind: str, current, update, compare):
+    if kind == "add":
+        return current + update
+    if kind == "max":
+        return np.maximum(current, update)
+    if kind == "min":
+        return np.minimum(current, update)
+    if kind == "and":
+        return current & update
+    if kind == "or":
+        return current | update
+    if kind == "xor":
+        return current ^ update
+    if kind == "xchg":
+        return update
+    if kind == "cas":
+        return np.where(current == compare, update, current)
+    raise NotImplementedError(kind)

@@ -39,6 +39,26 @@ def _saturate_fp8(x: np.ndarray, dst: T.dtype) -> np.ndarray:
     return np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit))
 
 
+def _fp64_to_fp32_round_to_odd(wide: np.ndarray) -> np.ndarray:
+    """fp64 -> fp32, rounded to odd when inexact: rounding that to a type of at most 22 bits
+    (bf16) then gives the once-rounded result; rounding twice to nearest would not."""
+    narrow = np.ascontiguousarray(wide.astype(np.float32))
+    back = narrow.astype(np.float64)
+    even = (narrow.view(np.uint32) & np.uint32(1)) == 0
+    step = (back != wide) & even & np.isfinite(narrow)
+    toward = np.where(wide > back, np.float32(np.inf), np.float32(-np.inf))
+    return np.where(step, np.nextafter(narrow, toward), narrow)
+
+
+def _int_to_fp64_round_to_odd(x: np.ndarray) -> np.ndarray:
+    """An integer array as fp64, rounded to odd when a 64-bit value does not fit in 53 bits."""
+    if x.dtype.itemsize < 8:
+        return x.astype(np.float64)  # exact
+    low = x & x.dtype.type(0xFFFFFFFF)
+    high = x - low  # a multiple of 2**32: both halves convert exactly
+    return _add_round_to_odd(high.astype(np.float64), low.astype(np.float64))
+
+
 def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None) -> np.ndarray:
     target = dst.numpy
     if dst.is_bool():
@@ -56,14 +76,20 @@ def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None)
         if dst.primitive_bitwidth >= src.primitive_bitwidth and not dst.is_fp8():
             return x.astype(target)
         source = _saturate_fp8(x, dst) if dst.is_fp8() else x
-        rounded = source.astype(target) if not dst.is_fp8() else source.astype(np.float32).astype(target)
+        if dst.is_fp8():
+            rounded = source.astype(np.float32).astype(target)
+        elif dst.is_bf16() and src.is_fp64():
+            rounded = _fp64_to_fp32_round_to_odd(source).astype(target)  # ml_dtypes rounds twice via fp32
+        else:
+            rounded = source.astype(target)
         if rounding == "rtz":
             rounded = _round_toward_zero(source, rounded)
         return rounded
     if src.is_int() and dst.is_floating():
-        if dst.is_fp8() or dst.is_bf16():
-            return x.astype(np.float64).astype(np.float32).astype(target) if not dst.is_fp8() else \
-                _saturate_fp8(x.astype(np.float64), dst).astype(target)
+        if dst.is_bf16():
+            return _fp64_to_fp32_round_to_odd(_int_to_fp64_round_to_odd(x)).astype(target)
+        if dst.is_fp8():
+            return _saturate_fp8(x.astype(np.float64), dst).astype(target)
         return x.astype(target)
     return x.astype(target)
 
@@ -76,7 +102,7 @@ def int_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     q = np.floor_divide(a, safe)
     if np.issubdtype(a.dtype, np.signedinteger):
         r = a - q * safe
-        q = q + ((r != 0) & ((r < 0) != (safe < 0))).astype(q.dtype)
+        q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(q.dtype)  # floor -> toward zero
     return np.where(zero, np.array(-1).astype(q.dtype), q)
 
 
@@ -139,10 +165,47 @@ def math_function(name: str, x: np.ndarray) -> np.ndarray:
     return fn(x.astype(np.float64)).astype(x.dtype)
 
 
+def _two_sum(a: np.ndarray, b: np.ndarray):
+    """s + e == a + b exactly, s = fl(a + b) (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_product(a: np.ndarray, b: np.ndarray):
+    """p + e == a * b exactly, p = fl(a * b) (Veltkamp splitting, Dekker)."""
+    def split(x):
+        t = 134217729.0 * x  # 2**27 + 1
+        hi = t - (t - x)
+        return hi, x - hi
+
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b in fp64 rounded to odd: when inexact, the neighbour whose last bit is 1."""
+    s, e = _two_sum(a, b)
+    even = (np.ascontiguousarray(s).view(np.uint64) & np.uint64(1)) == 0
+    step = (e != 0) & even & np.isfinite(s)
+    return np.where(step, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    if a.dtype == np.float64:
-        return a * b + c
-    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
+    """``a * b + c`` rounded once, as the GPU's fma.rn does."""
+    with np.errstate(all="ignore"):
+        if a.dtype == np.float64:
+            # Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+            # using rounding to odd" (IEEE TC 2008); a*b + c where the error terms overflow.
+            uh, ul = _two_product(a, b)
+            th, tl = _two_sum(c, uh)
+            out = th + _add_round_to_odd(tl, ul)
+            return np.where(np.isfinite(ul) & np.isfinite(tl), out, a * b + c)
+        # The product of two narrower floats is exact in fp64, and a sum rounded to odd in fp64 then
+        # rounds to the narrower type exactly as the exact sum would.
+        exact_product = a.astype(np.float64) * b.astype(np.float64)
+        return _add_round_to_odd(exact_product, c.astype(np.float64)).astype(a.dtype)
 
 
 # dot ---------------------------------------------------------------------------------------------
