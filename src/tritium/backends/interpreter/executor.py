@@ -17,6 +17,7 @@ from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region
 from ...errors import DeviceAssertionError, HintViolationError, render_location
 from . import numerics
+from .affine import AFFINE_HANDLERS, Affine, make_arange, make_splat
 from .memory import Memory
 
 
@@ -24,6 +25,11 @@ def _full(x: np.ndarray, ty, batch: int | None = None) -> np.ndarray:
     """``x`` broadcast to its complete block shape (a view; nothing is copied)."""
     lead = x.shape[0] if batch is None else batch
     return np.broadcast_to(x, (lead,) + T.shape_of(ty))
+
+
+def _concrete(x):
+    """An ordinary array for ``x`` (materialising an Affine)."""
+    return x.materialize() if type(x) is Affine else x
 
 
 def _expand_programs(mask: np.ndarray, rank: int) -> np.ndarray:
@@ -58,11 +64,20 @@ class Executor:
             env[value.id] = arg
         for op in region.ops:
             if op.opcode in ("yield", "condition"):
-                return [env[v.id] for v in op.operands]
+                return [_concrete(env[v.id]) for v in op.operands]
             handler = _EXEC.get(op.opcode)
             if handler is None:
                 raise NotImplementedError(render_location(op.loc, f"the interpreter cannot execute '{op.opcode}' yet"))
-            outputs = handler(self, op, [env[v.id] for v in op.operands], active)
+            args = [env[v.id] for v in op.operands]
+            outputs = NotImplemented
+            if any(type(a) is Affine for a in args):
+                special = AFFINE_HANDLERS.get(op.opcode)
+                if special is not None:
+                    outputs = special(self, op, args, active)
+                if outputs is NotImplemented:
+                    args = [_concrete(a) for a in args]
+            if outputs is NotImplemented:
+                outputs = handler(self, op, args, active)
             if op.results:
                 if len(op.results) == 1 and not isinstance(outputs, list):
                     outputs = [outputs]
@@ -95,7 +110,7 @@ def exec_constant(ex, op, args, active):
 
 @handles("arange")
 def exec_arange(ex, op, args, active):
-    return np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32).reshape(1, -1)
+    return make_arange(op.attrs["start"], op.attrs["end"] - op.attrs["start"])
 
 
 @handles("program_id")
@@ -112,7 +127,8 @@ def exec_num_programs(ex, op, args, active):
 @handles("splat")
 def exec_splat(ex, op, args, active):
     (x,) = args
-    return x.reshape(x.shape + (1,) * len(op.result.type.shape))
+    lazy = make_splat(x, op.result.type)
+    return lazy if lazy is not None else x.reshape(x.shape + (1,) * len(op.result.type.shape))
 
 
 @handles("broadcast")

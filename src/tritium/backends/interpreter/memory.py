@@ -157,6 +157,67 @@ class Memory:
         raise OutOfBoundsError(message, kernel=self.kernel_name, loc=loc, program_id=program,
                                offset=element_offset, extent=extent, tensor=alloc.name, access=access)
 
+    def strided_window(self, pointers, itemsize: int, batch: int):
+        """For an affine block of pointers that stays inside one tensor: (allocation, element offset of
+        program 0's first lane, element strides (program axis first)) -- or None.
+
+        The whole window must be in bounds and aligned, so any lane may be read without a check; the
+        program axis needs a constant step (always true for one program).
+        """
+        base = pointers.base
+        tag = (int(base[0]) + _HALF_SEGMENT) >> TAG_SHIFT
+        if not 1 <= tag <= len(self.allocations):
+            return None
+        alloc = self.allocations[tag - 1]
+        low, high = pointers.extremes()
+        low -= tag << TAG_SHIFT
+        high -= tag << TAG_SHIFT
+        if low < 0 or high > alloc.nbytes - itemsize:
+            return None
+        offsets = base - (tag << TAG_SHIFT)
+        if any(s % itemsize for s in pointers.strides) or np.any(offsets % itemsize):
+            return None
+        if offsets.shape[0] == 1:
+            program_step = 0
+        else:
+            steps = np.diff(offsets)
+            program_step = int(steps[0]) if steps.size else 0
+            if steps.size and np.any(steps != program_step):
+                return None
+        strides = (program_step // itemsize,) + tuple(s // itemsize for s in pointers.strides)
+        return alloc, int(offsets[0]) // itemsize, strides
+
+    def _window_view(self, window, dtype, batch: int, shape):
+        alloc, start, strides = window
+        # as_strided cannot build ml_dtypes arrays (bf16, fp8): stride over same-width integers
+        carrier = np.dtype(f"uint{dtype.itemsize * 8}") if dtype.type.__module__.startswith("ml_dtypes") else dtype
+        data = alloc.typed(carrier)
+        lead = batch if strides[0] else 1
+        view = np.lib.stride_tricks.as_strided(
+            data[start:], shape=(lead,) + tuple(shape), strides=tuple(s * dtype.itemsize for s in strides),
+            writeable=True)
+        return view.view(dtype) if carrier is not dtype else view
+
+    def load_window(self, window, mask, other, dtype: np.dtype, batch: int, shape) -> np.ndarray:
+        values = np.array(self._window_view(window, dtype, batch, shape))
+        if mask is None:
+            return values
+        fill = np.zeros((), dtype=dtype) if other is None else other
+        return np.where(mask, values, fill).astype(dtype, copy=False)
+
+    def store_window(self, window, values, dtype: np.dtype, batch: int, shape) -> bool:
+        """Writes a whole window when no two lanes share an address; False when they might."""
+        _, _, strides = window
+        extents = sorted((abs(s), n) for s, n in zip(strides, (batch,) + tuple(shape)) if n > 1)
+        reach = 0
+        for stride, n in extents:
+            if stride <= reach:
+                return False  # lanes could overlap: keep numpy's well-defined fancy assignment
+            reach += stride * (n - 1)
+        view = self._window_view(window, dtype, batch, shape)
+        view[...] = np.broadcast_to(values, view.shape)
+        return True
+
     def load(self, pointers, mask, other, dtype: np.dtype, loc, program_of_lane) -> np.ndarray:
         groups = self._check(pointers, mask, dtype.itemsize, "load", loc, program_of_lane)
         if other is None:
