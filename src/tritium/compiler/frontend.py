@@ -16,10 +16,11 @@ import types as pytypes
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import CompilationError
+from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language import core as lcore
 from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
+from .control_flow import RETVAL, lower_early_returns
 from .ir import types as T
 from .ir.builder import Builder
 from .ir.ops import Function, Location, Region
@@ -57,6 +58,7 @@ def parse_function(fn) -> ParsedFunction:
     tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if tree is None:
         raise CompilationError(None, f"could not find the definition of {fn.__name__} in its source")
+    tree = lower_early_returns(tree)
     file = inspect.getsourcefile(fn) or inspect.getfile(fn)
     params = list(inspect.signature(fn).parameters.values())
     return ParsedFunction(fn, fn.__name__, file, first_line, indent, tree, params)
@@ -165,7 +167,8 @@ class CodeGenerator(ast.NodeVisitor):
         except Exception as e:  # a user mistake found while compiling this node
             loc = self.parsed.location(node) if hasattr(node, "lineno") else previous
             message = str(e) if str(e) else type(e).__name__
-            raise CompilationError(loc, message, getattr(e, "hint", None)) from e
+            kind = CompileTimeAssertionFailure if isinstance(e, AssertionError) else CompilationError
+            raise kind(loc, message, getattr(e, "hint", None)) from e
         finally:
             self.builder.loc = previous
 
@@ -266,9 +269,6 @@ class CodeGenerator(ast.NodeVisitor):
         cond = self._runtime_condition(cond, node.test, "if")
         then_scope, else_scope, then_region, else_region, then_returned, else_returned = self._branches(
             lambda: self.visit_block(node.body), lambda: self.visit_block(node.orelse))
-        if then_returned or else_returned:
-            raise self.error(node, "return inside a run-time `if` is not supported yet",
-                             "compute the value in both branches and return after the `if`")
         self._join(node, cond, then_scope, else_scope, then_region, else_region)
 
     def _runtime_condition(self, cond: tensor, node, what: str) -> tensor:
@@ -325,6 +325,14 @@ class CodeGenerator(ast.NodeVisitor):
             a_static, b_static = _is_static(a), _is_static(b)
             if isinstance(_static(a), tuple) or isinstance(_static(b), tuple):
                 raise self.error(node, f"`{name}` is a tuple assigned in a run-time `if`; this is not supported yet")
+            if name == RETVAL and (_static(a) is None) != (_static(b) is None):
+                # the branch that did not return never reads this value: any value of the type will do
+                if _static(a) is None:
+                    with self.builder.insert_into(then_region):
+                        a, a_static = self._coerce(0, b.type), False
+                else:
+                    with self.builder.insert_into(else_region):
+                        b, b_static = self._coerce(0, a.type), False
             with self.builder.insert_into(then_region):
                 if a_static:
                     a = self.semantic.to_tensor(a, b.dtype if not b_static else None)

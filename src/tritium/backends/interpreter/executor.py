@@ -64,13 +64,13 @@ class Executor:
             env[value.id] = arg
         for op in region.ops:
             if op.opcode in ("yield", "condition"):
-                return [_concrete(env[v.id]) for v in op.operands]
+                return [env[v.id] for v in op.operands]  # affine values stay symbolic across iterations
             handler = _EXEC.get(op.opcode)
             if handler is None:
                 raise NotImplementedError(render_location(op.loc, f"the interpreter cannot execute '{op.opcode}' yet"))
             args = [env[v.id] for v in op.operands]
             outputs = NotImplemented
-            if any(type(a) is Affine for a in args):
+            if op.opcode not in _PASS_AFFINE and any(type(a) is Affine for a in args):
                 special = AFFINE_HANDLERS.get(op.opcode)
                 if special is not None:
                     outputs = special(self, op, args, active)
@@ -90,6 +90,8 @@ class Executor:
 
 
 _EXEC = {}
+# Control flow hands its operands to regions untouched, so affine values stay symbolic in loops.
+_PASS_AFFINE = frozenset({"if", "for", "while"})
 
 
 def handles(*opcodes):
@@ -409,7 +411,7 @@ def _merge(cond, then_values, else_values, results):
     merged = []
     for t, e, r in zip(then_values, else_values, results):
         c = _expand_programs(cond, len(T.shape_of(r.type)))
-        merged.append(np.where(c, t, e))
+        merged.append(np.where(c, _concrete(t), _concrete(e)))
     return merged
 
 
@@ -568,6 +570,102 @@ def exec_hint(ex, op, args, active):
 @handles("barrier")
 def exec_barrier(ex, op, args, active):
     return []
+
+
+# random numbers, libdevice, sorting, gathering and joining --------------------------------------------------
+def _same_batch(args, operands) -> list[np.ndarray]:
+    """The operands as complete blocks with one common leading (program) axis."""
+    lead = max(np.shape(a)[0] for a in args)
+    return [np.broadcast_to(a, (lead,) + T.shape_of(v.type)) for a, v in zip(args, operands)]
+
+
+@handles("philox")
+def exec_philox(ex, op, args, active):
+    return numerics.philox(*args, n_rounds=op.attrs["n_rounds"])
+
+
+@handles("libdevice")
+def exec_libdevice(ex, op, args, active):
+    from . import libdevice
+
+    return libdevice.evaluate(op.attrs["fn"], args, op.result.type.scalar.numpy)
+
+
+@handles("join")
+def exec_join(ex, op, args, active):
+    return np.stack(_same_batch(args, op.operands), axis=-1)
+
+
+@handles("split")
+def exec_split(ex, op, args, active):
+    x = _full(args[0], op.operands[0].type)
+    return [x[..., 0], x[..., 1]]
+
+
+@handles("cat")
+def exec_cat(ex, op, args, active):
+    return np.concatenate(_same_batch(args, op.operands), axis=op.attrs["axis"] + 1)
+
+
+@handles("flip")
+def exec_flip(ex, op, args, active):
+    return np.flip(_full(args[0], op.operands[0].type), axis=op.attrs["axis"] + 1)
+
+
+@handles("sort")
+def exec_sort(ex, op, args, active):
+    return numerics.bitonic_sort(np.asarray(_full(args[0], op.operands[0].type)), op.attrs["descending"])
+
+
+@handles("gather")
+def exec_gather(ex, op, args, active):
+    from ...errors import OutOfBoundsError
+
+    src, index = _same_batch(args, op.operands)
+    axis = op.attrs["axis"] + 1
+    extent = src.shape[axis]
+    bad = (index < 0) | (index >= extent)
+    if active is not None and bad.shape[0] == ex.batch:
+        bad = bad & _expand_programs(active, bad.ndim - 1)
+    if bad.any():
+        first = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
+        pid = ex.program_of_lane(int(first[0])) if bad.shape[0] == ex.batch else ex.program_of_lane(0)
+        value = int(index[first])
+        lane = tuple(int(i) for i in first[1:])
+        message = render_location(
+            op.loc, f"tl.gather in kernel '{ex.fn.name}', program {pid}, lane {lane}: index {value} is out of range "
+            f"for axis {op.attrs['axis']} of size {extent}; {int(bad.sum())} indices are out of range",
+            "clamp the index (tl.minimum/tl.maximum) or build it so that it stays within the source block")
+        raise OutOfBoundsError(message, kernel=ex.fn.name, loc=op.loc, program_id=pid, offset=value, extent=extent,
+                               tensor="src", access="gather")
+    return np.take_along_axis(src, index.astype(np.intp), axis=axis)
+
+
+@handles("histogram")
+def exec_histogram(ex, op, args, active):
+    bins = op.attrs["num_bins"]
+    values = _same_batch(args, op.operands)
+    x = values[0]
+    keep = np.ones(x.shape, dtype=bool) if len(values) == 1 else np.asarray(values[1])
+    if active is not None and x.shape[0] == ex.batch:
+        keep = keep & _expand_programs(active, 1)
+    outside = keep & ((x < 0) | (x >= bins))
+    if outside.any():
+        from ...errors import OutOfBoundsError
+
+        program, lane = (int(i) for i in np.argwhere(outside)[0])
+        pid = ex.program_of_lane(program)
+        value = int(x[program, lane])
+        message = render_location(
+            op.loc, f"tl.histogram in kernel '{ex.fn.name}', program {pid}, lane {lane}: value {value} is outside the "
+            f"{bins} bins [0, {bins}); {int(outside.sum())} values are outside",
+            f"pass mask= to leave such lanes out. A GPU counts them in bin value & {bins - 1} ({value & (bins - 1)} "
+            "here) and Triton's interpreter drops them, so the result depends on where the kernel runs")
+        raise OutOfBoundsError(message, kernel=ex.fn.name, loc=op.loc, program_id=pid, offset=value, extent=bins,
+                               tensor="input", access="histogram")
+    rows = np.broadcast_to(np.arange(x.shape[0]).reshape(-1, 1), x.shape)
+    flat = rows[keep].astype(np.int64) * bins + x[keep].astype(np.int64)
+    return np.bincount(flat, minlength=x.shape[0] * bins).reshape(x.shape[0], bins).astype(np.int32)
 
 
 def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int) -> None:

@@ -53,6 +53,17 @@ class Allocation:
         return view
 
 
+@dataclass
+class Window:
+    """An in-bounds affine block of element indices into one allocation."""
+
+    allocation: Allocation
+    start: int  # element index of program 0's first lane
+    program_step: Optional[int]  # element step between consecutive programs; None when irregular
+    lane_strides: tuple  # element stride along each block axis
+    starts: Optional[np.ndarray]  # each program's first element, when the step is irregular
+
+
 class Memory:
     """The allocations of one launch and the checked gather/scatter over them."""
 
@@ -158,11 +169,10 @@ class Memory:
                                offset=element_offset, extent=extent, tensor=alloc.name, access=access)
 
     def strided_window(self, pointers, itemsize: int, batch: int):
-        """For an affine block of pointers that stays inside one tensor: (allocation, element offset of
-        program 0's first lane, element strides (program axis first)) -- or None.
+        """For an affine block of pointers that stays inside one tensor, a ``Window`` -- else None.
 
-        The whole window must be in bounds and aligned, so any lane may be read without a check; the
-        program axis needs a constant step (always true for one program).
+        The whole window must be in bounds and aligned, so any lane may be touched without a
+        per-lane check.
         """
         base = pointers.base
         tag = (int(base[0]) + _HALF_SEGMENT) >> TAG_SHIFT
@@ -177,38 +187,54 @@ class Memory:
         offsets = base - (tag << TAG_SHIFT)
         if any(s % itemsize for s in pointers.strides) or np.any(offsets % itemsize):
             return None
-        if offsets.shape[0] == 1:
-            program_step = 0
-        else:
-            steps = np.diff(offsets)
-            program_step = int(steps[0]) if steps.size else 0
-            if steps.size and np.any(steps != program_step):
-                return None
-        strides = (program_step // itemsize,) + tuple(s // itemsize for s in pointers.strides)
-        return alloc, int(offsets[0]) // itemsize, strides
+        lane_strides = tuple(s // itemsize for s in pointers.strides)
+        starts = offsets // itemsize
+        if starts.shape[0] == 1:
+            return Window(alloc, int(starts[0]), 0, lane_strides, None)
+        steps = np.diff(starts)
+        if np.all(steps == steps[0]):
+            return Window(alloc, int(starts[0]), int(steps[0]), lane_strides, None)
+        return Window(alloc, int(starts[0]), None, lane_strides, starts)
 
-    def _window_view(self, window, dtype, batch: int, shape):
-        alloc, start, strides = window
+    @staticmethod
+    def _carrier(dtype: np.dtype) -> np.dtype:
         # as_strided cannot build ml_dtypes arrays (bf16, fp8): stride over same-width integers
-        carrier = np.dtype(f"uint{dtype.itemsize * 8}") if dtype.type.__module__.startswith("ml_dtypes") else dtype
-        data = alloc.typed(carrier)
-        lead = batch if strides[0] else 1
+        return np.dtype(f"uint{dtype.itemsize * 8}") if dtype.type.__module__.startswith("ml_dtypes") else dtype
+
+    def _window_view(self, window: "Window", dtype, batch: int, shape):
+        carrier = self._carrier(dtype)
+        data = window.allocation.typed(carrier)
+        lead = batch if window.program_step else 1
+        strides = (window.program_step or 0,) + window.lane_strides
         view = np.lib.stride_tricks.as_strided(
-            data[start:], shape=(lead,) + tuple(shape), strides=tuple(s * dtype.itemsize for s in strides),
+            data[window.start:], shape=(lead,) + tuple(shape), strides=tuple(s * dtype.itemsize for s in strides),
             writeable=True)
         return view.view(dtype) if carrier is not dtype else view
 
-    def load_window(self, window, mask, other, dtype: np.dtype, batch: int, shape) -> np.ndarray:
-        values = np.array(self._window_view(window, dtype, batch, shape))
+    def _window_index(self, window: "Window", shape) -> np.ndarray:
+        rank = len(shape)
+        index = window.starts.reshape((-1,) + (1,) * rank)
+        for axis, (n, stride) in enumerate(zip(shape, window.lane_strides)):
+            if stride and n > 1:
+                index = index + (np.arange(n, dtype=np.int64) * stride).reshape((1,) + (1,) * axis + (n,) + (1,) * (rank - axis - 1))
+        return index
+
+    def load_window(self, window: "Window", mask, other, dtype: np.dtype, batch: int, shape) -> np.ndarray:
+        if window.starts is None:
+            values = np.array(self._window_view(window, dtype, batch, shape))
+        else:
+            values = window.allocation.typed(dtype)[self._window_index(window, shape)]
         if mask is None:
             return values
         fill = np.zeros((), dtype=dtype) if other is None else other
         return np.where(mask, values, fill).astype(dtype, copy=False)
 
-    def store_window(self, window, values, dtype: np.dtype, batch: int, shape) -> bool:
+    def store_window(self, window: "Window", values, dtype: np.dtype, batch: int, shape) -> bool:
         """Writes a whole window when no two lanes share an address; False when they might."""
-        _, _, strides = window
-        extents = sorted((abs(s), n) for s, n in zip(strides, (batch,) + tuple(shape)) if n > 1)
+        if window.starts is not None:
+            return False
+        extents = sorted((abs(s), n) for s, n in zip((window.program_step,) + window.lane_strides,
+                                                      (batch,) + tuple(shape)) if n > 1)
         reach = 0
         for stride, n in extents:
             if stride <= reach:

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ...compiler.ir import types as T
+from . import libm
 
 
 def _float_bits_dtype(dtype: np.dtype) -> np.dtype:
@@ -134,11 +135,8 @@ def umulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # math -------------------------------------------------------------------------------------------
-_erf = np.frompyfunc(math.erf, 1, 1)
-
-
 def _exact_erf(x: np.ndarray) -> np.ndarray:
-    return _erf(x).astype(np.float64) if x.size else x.astype(np.float64)
+    return libm.apply("erf", x.astype(np.float64, copy=False))
 
 
 _MATH = {
@@ -159,6 +157,8 @@ _MATH = {
 
 def math_function(name: str, x: np.ndarray) -> np.ndarray:
     """fp32 (and narrower) arguments are evaluated in fp64 and rounded once."""
+    if name == "erf" and x.dtype in (np.float32, np.float64):
+        return libm.apply("erf", x)  # evaluated in fp64, rounded once, in compiled code
     fn = _MATH[name]
     if x.dtype == np.float64:
         return fn(x).astype(np.float64)
@@ -260,3 +260,66 @@ def sum_tree(x: np.ndarray, axis: int) -> np.ndarray:
         x = np.add(np.take(x, range(half), axis=axis), np.take(x, range(half, n), axis=axis), dtype=x.dtype)
         n = half
     return np.sum(x, axis=axis, dtype=x.dtype) if n > 1 else np.take(x, 0, axis=axis)
+
+
+# random numbers ----------------------------------------------------------------------------------
+# Philox-4xW (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3", SC 2011):
+# round multipliers and key increments (the Weyl sequence) for W = 32 and W = 64.
+_PHILOX_CONSTANTS = {
+    32: (0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85),
+    64: (0xD2E7470EE14C6C93, 0xCA5A826395121157, 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B),
+}
+
+
+def _mul_hi_lo(a: int, x: np.ndarray):
+    """(high, low) words of the double-width product of the constant ``a`` and ``x``."""
+    if x.dtype == np.uint32:
+        wide = x.astype(np.uint64) * np.uint64(a)
+        return (wide >> np.uint64(32)).astype(np.uint32), wide.astype(np.uint32)
+    a_array = np.full(x.shape, a, dtype=np.uint64)
+    return umulhi(a_array, x), a_array * x
+
+
+def philox(c0, c1, c2, c3, k0, k1, n_rounds: int) -> list[np.ndarray]:
+    """``n_rounds`` Philox rounds on the counter (c0, c1, c2, c3) with key (k0, k1), elementwise.
+
+    Each round: (c0, c1, c2, c3) <- (hi(B*c2) ^ c1 ^ k0, lo(B*c2), hi(A*c0) ^ c3 ^ k1, lo(A*c0)),
+    then the key is bumped by the Weyl constants; the order Triton's philox_impl uses.
+    """
+    bits = c0.dtype.itemsize * 8
+    mul_a, mul_b, key_a, key_b = _PHILOX_CONSTANTS[bits]
+    dt = c0.dtype.type
+    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(c0, c1, c2, c3, k0, k1)
+    for _ in range(n_rounds):
+        hi_b, lo_b = _mul_hi_lo(mul_b, c2)
+        hi_a, lo_a = _mul_hi_lo(mul_a, c0)
+        c0, c1, c2, c3 = hi_b ^ c1 ^ k0, lo_b, hi_a ^ c3 ^ k1, lo_a
+        k0 = k0 + dt(key_a)
+        k1 = k1 + dt(key_b)
+    return [np.asarray(c, dtype=c0.dtype) for c in (c0, c1, c2, c3)]
+
+
+# sorting --------------------------------------------------------------------------------------------
+def bitonic_sort(x: np.ndarray, descending: bool) -> np.ndarray:
+    """Sorts along the last axis (a power of two) with the compare-and-swap network tl.sort runs.
+
+    Stage s merges runs of 2**s, ascending where bit s of the position is 0 and descending where
+    it is 1 (the last stage in the requested order). Each step pairs the positions that differ in
+    one bit; a lane takes its partner's value when ``(own > partner) != (descending ^ is_right)``,
+    Triton's rule. Running the same network keeps what a GPU gives for unordered or equal pairs:
+    a NaN, or -0.0 beside +0.0, overwrites its partner instead of moving.
+    """
+    n = x.shape[-1]
+    stages = n.bit_length() - 1
+    position = np.arange(n)
+    for stage in range(1, stages + 1):
+        if stage == stages:
+            desc = np.full(n, bool(descending))
+        else:
+            desc = ((position >> stage) & 1).astype(bool)
+        for step in range(stage - 1, -1, -1):
+            bit = 1 << step
+            partner = x[..., position ^ bit]
+            is_right = (position & bit) != 0
+            x = np.where((x > partner) != (desc ^ is_right), partner, x)
+    return x
