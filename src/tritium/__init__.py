@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from . import language  # noqa: F401
 from .errors import (  # noqa: F401
-    CompilationError, DeviceAssertionError, HintViolationError, LaunchError, OutOfBoundsError, TritonError,
-    TritiumError,
+    CompilationError, DeviceAssertionError, HintViolationError, InterpreterError, LaunchError, OutOfBoundsError,
+    OutOfResources, TritonError, TritiumError,
 )
+from . import runtime  # noqa: F401
+from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # noqa: F401
 from .runtime.jit import JITFunction, jit  # noqa: F401
 
 __version__ = "0.1.0"
@@ -26,8 +28,8 @@ def next_power_of_2(n: int) -> int:
 
 
 def __getattr__(name):
-    if name == "testing":
-        from . import testing
+    if name in ("testing", "compiler"):
+        import importlib
 
-        return testing
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tritium' has no attribute {name!r}")

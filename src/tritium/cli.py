@@ -7,15 +7,35 @@ import sys
 
 
 def _run(args) -> int:
+    """``tritium run script.py args`` / ``tritium run -m module args``, like ``python``, with
+    ``import triton`` resolving to tritium."""
+    import importlib.util
+    import os
+
     from . import compat
 
     compat.install()
     if args.module:
+        # As ``python -m``: the current directory comes first on the path, and argv[0] becomes the
+        # module's file (runpy sets it).
+        sys.path.insert(0, os.getcwd())
+        try:
+            found = importlib.util.find_spec(args.target)
+        except (ImportError, ValueError) as e:
+            found, reason = None, str(e)
+        else:
+            reason = f"No module named {args.target}"
+        if found is None:
+            print(f"tritium run: {reason}", file=sys.stderr)
+            return 1
         sys.argv = [args.target] + args.args
         runpy.run_module(args.target, run_name="__main__", alter_sys=True)
     else:
+        if not os.path.exists(args.target):
+            print(f"tritium run: can't open file {args.target!r}: no such file", file=sys.stderr)
+            return 2
         sys.argv = [args.target] + args.args
-        sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(args.target)))
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
         runpy.run_path(args.target, run_name="__main__")
     return 0
 
@@ -59,8 +79,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an unmodified Triton script (import triton resolves to tritium)")
-    run.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
-    run.add_argument("target")
+    run.add_argument("-m", dest="module", action="store_true",
+                     help="run a library module as a script, like python -m (tritium run -m pytest tests/)")
+    run.add_argument("target", help="a script, or with -m a module name")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(handler=_run)
     ir = sub.add_parser("ir", help="print a kernel's tile IR for given argument types")

@@ -7,15 +7,30 @@ import importlib.util
 import os
 import sys
 
-# triton module -> tritium module, where the layout differs.
+# triton module -> tritium module, where the layout differs (elsewhere triton.X is tritium.X).
 ALIASES = {
     "triton": "tritium",
-    "triton.compiler.errors": "tritium.errors",
-    "triton.runtime.errors": "tritium.errors",
 }
 
 
+def _alias_loaded_submodules(triton_name: str, tritium_name: str) -> None:
+    """Registers the already imported submodules of ``tritium_name`` under their triton names.
+
+    Importing ``triton.runtime.driver`` through the finder would make Python set the attribute
+    ``driver`` of the parent package to the module, clobbering a name the package binds to
+    something else (``triton.runtime.driver`` is the driver object in Triton); a module already in
+    ``sys.modules`` is returned as it is.
+    """
+    prefix = tritium_name + "."
+    for name, module in list(sys.modules.items()):
+        if name.startswith(prefix) and module is not None:
+            sys.modules.setdefault(triton_name + name[len(tritium_name):], module)
+
+
 class _TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self):
+        self._real_specs = {}
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "triton" and not fullname.startswith("triton."):
             return None
@@ -35,10 +50,14 @@ class _TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         module = importlib.import_module(self._target_name(spec.name))
+        # Python replaces __spec__ with the alias's; keep the real one to put it back.
+        self._real_specs[spec.name] = module.__spec__
         return module
 
     def exec_module(self, module):
-        pass
+        alias = module.__spec__.name  # the triton name, which Python just gave the module
+        module.__spec__ = self._real_specs.pop(alias, module.__spec__)
+        _alias_loaded_submodules(alias, module.__name__)
 
 
 _FINDER = _TritonAliasFinder()

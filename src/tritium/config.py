@@ -18,3 +18,52 @@ def batch_elements() -> int:
     """TRITIUM_BATCH_ELEMENTS: the interpreter runs as many programs at once as keep the largest
     block of one value under this many elements (default 2**18)."""
     return int(os.environ.get("TRITIUM_BATCH_ELEMENTS", str(1 << 18)))
+
+
+def bench_quick() -> bool:
+    """TRITIUM_BENCH_QUICK=1: ``perf_report`` sweeps run only their first two x values and
+    ``do_bench`` skips its separate warm-up (benchmark scripts as quick smoke tests)."""
+    return os.environ.get("TRITIUM_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def debug_mode() -> bool:
+    """TRITIUM_DEBUG=1: the interpreter's debug mode, checks that cost more than a few percent.
+
+    It reports, each as its own exception naming the kernel line and the programs involved:
+    two programs storing to one address without atomics (``RaceError``), int32 overflow in
+    add/sub/mul (``IntegerOverflowError``, what compiled Triton's ``TRITON_DEBUG=1`` overflow
+    sanitizer reports), integer ``//`` and ``%`` by zero (``DivisionByZeroError``), float -> int
+    conversion of NaN, inf or out-of-range values (``InvalidConversionError``), and a ``while``
+    loop that spins on memory no running program can change (``DeadlockError``, reported after two
+    identical iterations instead of after ``TRITIUM_SPIN_CHECK_AFTER``). Without it, these give what a
+    GPU gives (``x // 0 == -1``, NaN -> 0, a race's last writer wins). ``@triton.jit(debug=True)``
+    and ``kernel[grid](..., debug=True)`` turn it on for one kernel or one launch (``debug=False``
+    turns it off); the launch's setting wins over the kernel's, and both over the environment.
+    """
+    return _truthy(os.environ.get("TRITIUM_DEBUG", ""))
+
+
+def shuffle_seed() -> int | None:
+    """TRITIUM_SHUFFLE=<seed>: the interpreter runs the batches of a launch (and, for kernels whose
+    programs run one at a time, the programs) in a random order drawn from this seed, to expose
+    kernels that depend on the order programs are launched in (a GPU promises none). Unset or
+    empty: program order. The same seed gives the same order, so a failure can be replayed."""
+    text = os.environ.get("TRITIUM_SHUFFLE", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise ValueError(f"TRITIUM_SHUFFLE must be an integer seed, got {text!r}") from None
+
+
+def spin_check_after() -> int:
+    """TRITIUM_SPIN_CHECK_AFTER: after this many iterations of one ``while`` loop (default 1000),
+    the interpreter starts checking whether an iteration repeats the previous one exactly (same
+    carried values, same values read from memory); such a loop can never exit, and it raises
+    ``DeadlockError``. Debug mode checks from the first iteration."""
+    return max(1, int(os.environ.get("TRITIUM_SPIN_CHECK_AFTER", "1000")))

@@ -46,6 +46,40 @@ class CompilationError(TritonError):
         super().__init__(render_location(loc, error, hint))
 
 
+class CompileTimeAssertionFailure(CompilationError):
+    """A ``tl.static_assert`` is false for these constexprs (the autotuner skips such configs)."""
+
+
+class UnsupportedLanguageConstruct(CompilationError):
+    """The kernel uses Python that Triton's language does not have."""
+
+
+class OutOfResources(TritonError):
+    """A kernel needs more of a resource (shared memory, registers) than the device has.
+
+    ``required`` and ``limit`` are amounts of ``name`` ("shared memory", ...). The autotuner
+    skips configs that raise it.
+    """
+
+    def __init__(self, required, limit, name: str):
+        self.required = required
+        self.limit = limit
+        self.name = name
+        super().__init__(f"out of resource: {name}, required: {required}, hardware limit: {limit}; "
+                         "reduce the block sizes or num_stages")
+
+    def __reduce__(self):
+        return type(self), (self.required, self.limit, self.name)
+
+
+class InterpreterError(TritonError):
+    """An error raised while interpreting a kernel that is not the user's mistake in the kernel."""
+
+
+class PTXASError(TritonError):
+    """ptxas rejected generated code (only the cuda backend can raise it)."""
+
+
 class LaunchError(TritonError, TypeError):
     """A kernel was called the wrong way, or with arguments it cannot take."""
 
@@ -81,3 +115,48 @@ class DeviceAssertionError(TritonError, AssertionError):
 
 class HintViolationError(TritonError, ValueError):
     """A ``tl.multiple_of`` / ``tl.max_contiguous`` hint is false for the values at run time."""
+
+
+class KernelFault(TritonError):
+    """A fault a running kernel made, found by the interpreter's checks (most of them in debug mode,
+    ``TRITIUM_DEBUG=1``). ``loc`` is the kernel source position; ``program_ids`` the (x, y, z) ids
+    of the programs involved; ``program_id`` the first of them."""
+
+    def __init__(self, message: str, *, loc, program_ids, kernel: str = ""):
+        self.loc = loc
+        self.kernel = kernel
+        self.program_ids = [tuple(p) for p in program_ids]
+        self.program_id = self.program_ids[0] if self.program_ids else None
+        super().__init__(message)
+
+
+class RaceError(KernelFault, RuntimeError):
+    """Two different programs stored to one address in one launch, without atomics or a
+    synchronisation between them: on a GPU the result depends on which one lands last.
+
+    ``program_ids`` holds (earlier writer, later writer); ``tensor`` and ``offset`` name the address
+    (argument name, element offset from the argument's pointer)."""
+
+    def __init__(self, message: str, *, loc, program_ids, kernel: str = "", tensor: str = "", offset: int = 0):
+        self.tensor = tensor
+        self.offset = offset
+        super().__init__(message, loc=loc, program_ids=program_ids, kernel=kernel)
+
+
+class IntegerOverflowError(KernelFault, OverflowError):
+    """An int32 add, sub or mul whose exact result does not fit in int32 (debug mode)."""
+
+
+class DivisionByZeroError(KernelFault, ZeroDivisionError):
+    """An integer ``//`` or ``%`` by zero (debug mode; a GPU gives -1 and the dividend)."""
+
+
+class InvalidConversionError(KernelFault, ValueError):
+    """A float -> int conversion of NaN, an infinity, or a value outside the target's range (debug
+    mode; a GPU saturates and turns NaN into 0)."""
+
+
+class DeadlockError(KernelFault, RuntimeError):
+    """A ``while`` loop that can never exit: an iteration repeated the previous one exactly (same
+    carried values, same values read from memory), so every live program spins on memory that no
+    running program can change."""

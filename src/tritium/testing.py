@@ -1,44 +1,340 @@
-"""Helpers for testing and timing kernels: ``assert_close`` and ``do_bench``."""
+"""``triton.testing``: checking and timing kernels, and benchmark sweeps.
+
+* ``assert_close(x, y, atol, rtol)``: elementwise ``|x - y| <= atol + rtol * |y|``.
+* ``do_bench(fn, warmup, rep, ...)``: milliseconds per call of ``fn``.
+* ``@perf_report(Benchmark(...))``: runs a function over a grid of arguments, prints a table,
+  and saves a CSV (and a plot when matplotlib is installed; it is optional).
+
+``TRITIUM_BENCH_QUICK=1`` shortens sweeps to the first two ``x_vals`` and makes ``do_bench``
+skip its separate warm-up: meant for running benchmark scripts as smoke tests.
+"""
 from __future__ import annotations
 
+import math
+import os
+import sys
 import time
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from . import config
 
+__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "perf_report"]
+
+
+# checking ----------------------------------------------------------------------------------------
 def _to_numpy(x):
     if hasattr(x, "detach"):
         x = x.detach().cpu()
-        if str(x.dtype) == "torch.bfloat16":
+        if str(x.dtype) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
             x = x.float()
         return x.numpy()
     return np.asarray(x)
 
 
 def assert_close(x, y, atol=None, rtol=None, err_msg=""):
-    """Asserts ``|x - y| <= atol + rtol * |y|`` elementwise (defaults: atol 1e-2, rtol 0)."""
-    a = _to_numpy(x).astype(np.float64)
-    b = _to_numpy(y).astype(np.float64)
+    """Asserts ``|x - y| <= atol + rtol * |y|`` elementwise, NaNs equal (defaults: atol 1e-2,
+    rtol 0). ``atol``/``rtol`` may be functions of x's dtype."""
     atol = 1e-2 if atol is None else atol
     rtol = 0.0 if rtol is None else rtol
-    np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, equal_nan=True, err_msg=err_msg)
+    dtype = getattr(x, "dtype", None)
+    atol = atol(dtype) if callable(atol) else atol
+    rtol = rtol(dtype) if callable(rtol) else rtol
+    a = _to_numpy(x)
+    b = _to_numpy(y)
+    if a.dtype != np.bool_:
+        a = a.astype(np.float64)
+    if b.dtype != np.bool_:
+        b = b.astype(np.float64)
+    if a.size > 1 or b.size > 1:
+        np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, equal_nan=True, err_msg=err_msg)
+        return
+    if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
+        raise AssertionError(f"{err_msg} {a} is not close to {b} (atol={atol}, rtol={rtol})".strip())
 
 
-def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-    """Times ``fn`` in milliseconds: ``warmup`` ms of warm-up, then about ``rep`` ms of runs."""
-    start = time.perf_counter()
-    fn()
-    estimate = max(1e-6, time.perf_counter() - start)
-    for _ in range(max(0, int(warmup / 1000 / estimate))):
-        fn()
-    runs = max(1, int(rep / 1000 / estimate))
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    data = np.array(times)
+# timing ------------------------------------------------------------------------------------------
+_RETURN_MODES = ("min", "max", "mean", "median", "all")
+
+
+def _summarize(times: list[float], quantiles, return_mode: str):
+    data = np.asarray(times, dtype=np.float64)
     if quantiles is not None:
         values = [float(np.quantile(data, q)) for q in quantiles]
         return values[0] if len(values) == 1 else values
+    if return_mode == "all":
+        return [float(t) for t in data]
     return float(getattr(np, return_mode)(data))
+
+
+def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=None, quantiles=None,
+             return_mode: str = "mean"):
+    """Times ``fn()`` and returns milliseconds per call.
+
+    ``fn`` is called once untimed (that compiles its kernels), then for about ``warmup`` ms
+    untimed, then for about ``rep`` ms, each call timed on its own (at least one). ``grad_to_none``:
+    tensors whose ``.grad`` is set to None before every call, outside the timing. ``quantiles``:
+    return these quantiles of the times (a list, or one number for one quantile); otherwise
+    ``return_mode`` picks the statistic: "mean" (default), "median", "min", "max" or "all" (the
+    list of times). CPU calls are synchronous, so wall-clock time is the kernel's time; caches are
+    not flushed between calls. With ``TRITIUM_BENCH_QUICK=1`` there is no warm-up beyond the first
+    call, the estimate's call counts as a sample, and a first call slower than ``rep`` is the only
+    sample (compilation included), so a slow ``fn`` runs once.
+    """
+    if return_mode not in _RETURN_MODES:
+        raise ValueError(f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}")
+    if quantiles is not None:
+        quantiles = list(quantiles)
+        if not all(0 <= q <= 1 for q in quantiles):
+            raise ValueError(f"quantiles must be between 0 and 1, got {quantiles}")
+
+    def timed_call() -> float:
+        if grad_to_none is not None:
+            for tensor in grad_to_none:
+                tensor.grad = None
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+
+    quick = config.bench_quick()
+    first = timed_call()
+    if quick and first >= rep:
+        # One call used the whole budget: in quick mode it is the sample (compilation included).
+        return _summarize([first], quantiles, return_mode)
+    # Estimate the time of one call from up to 5 calls, stopping once they used the warm-up budget.
+    estimates: list[float] = []
+    while len(estimates) < (1 if quick else 5):
+        estimates.append(timed_call())
+        if sum(estimates) >= warmup:
+            break
+    estimate = max(sum(estimates) / len(estimates), 1e-6)
+    if quick:
+        times = list(estimates)
+        for _ in range(max(0, int((rep - sum(estimates)) / estimate))):
+            times.append(timed_call())
+        return _summarize(times, quantiles, return_mode)
+    for _ in range(max(0, int((warmup - sum(estimates)) / estimate))):
+        timed_call()
+    times = [timed_call() for _ in range(max(1, int(rep / estimate)))]
+    return _summarize(times, quantiles, return_mode)
+
+
+def do_bench_cudagraph(fn: Callable, rep: float = 20, grad_to_none=None, quantiles=None, return_mode="mean"):
+    """``do_bench`` (there are no CUDA graphs on the CPU)."""
+    return do_bench(fn, warmup=rep / 4, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles,
+                    return_mode=return_mode)
+
+
+# benchmark sweeps --------------------------------------------------------------------------------
+class Benchmark:
+    """One sweep for ``@perf_report``: ``fn(**{x_names: x}, **{line_arg: line}, **args)`` for every
+    x in ``x_vals`` and every line in ``line_vals``.
+
+    ``x_vals``: values given to every name of ``x_names`` at once, or tuples with one value per
+    name. ``fn`` returns a number, or (value, min, max). ``line_names`` label the lines
+    (``styles``: (color, linestyle) per line); ``plot_name`` names the table and the files saved;
+    ``xlabel``, ``ylabel``, ``x_log``, ``y_log`` shape the plot.
+    """
+
+    def __init__(self, x_names, x_vals, line_arg, line_vals, line_names, plot_name="", args=None, xlabel="",
+                 ylabel="", x_log=False, y_log=False, styles=None, color=None):
+        self.x_names = [x_names] if isinstance(x_names, str) else list(x_names)
+        self.x_vals = list(x_vals)
+        self.line_arg = line_arg
+        self.line_vals = list(line_vals)
+        self.line_names = list(line_names)
+        if len(self.line_names) != len(self.line_vals):
+            raise ValueError(f"Benchmark {plot_name!r}: {len(self.line_vals)} line_vals but "
+                             f"{len(self.line_names)} line_names")
+        self.plot_name = plot_name
+        self.args = dict(args or {})
+        self.xlabel = xlabel
+        self.ylabel = ylabel
+        self.x_log = x_log
+        self.y_log = y_log
+        self.styles = styles
+        self.color = color
+
+    def __repr__(self) -> str:
+        return f"Benchmark({self.plot_name!r}, x_names={self.x_names}, {len(self.x_vals)} x_vals)"
+
+
+class BenchmarkTable:
+    """The results of one sweep: ``columns`` and ``rows`` (lists of values), printable and
+    writable as CSV. ``Mark.run(return_df=True)`` returns a pandas DataFrame instead when pandas
+    is installed."""
+
+    def __init__(self, name: str, columns: list[str], rows: list[list]):
+        self.name = name
+        self.columns = columns
+        self.rows = rows
+
+    def column(self, name: str) -> list:
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
+
+    def format(self, columns: Optional[list[str]] = None) -> str:
+        columns = columns or self.columns
+        indices = [self.columns.index(c) for c in columns]
+        cells = [[_format_cell(row[i]) for i in indices] for row in self.rows]
+        widths = [max([len(c)] + [len(r[j]) for r in cells]) for j, c in enumerate(columns)]
+        index_width = len(str(max(len(self.rows) - 1, 0)))
+        lines = [" " * index_width + "  " + "  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+        for n, row in enumerate(cells):
+            lines.append(str(n).ljust(index_width) + "  " + "  ".join(v.rjust(w) for v, w in zip(row, widths)))
+        return "\n".join(lines)
+
+    def to_csv(self, path: str) -> None:
+        with open(path, "w") as f:
+            f.write(",".join(self.columns) + "\n")
+            for row in self.rows:
+                f.write(",".join("" if v is None else repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def __repr__(self) -> str:
+        return f"BenchmarkTable({self.name!r}, {len(self.rows)} rows)"
+
+
+def _format_cell(value) -> str:
+    if value is None:
+        return "NaN"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return f"{value:.1f}"
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _matplotlib_pyplot():
+    """matplotlib.pyplot when matplotlib is installed (it is optional), else None."""
+    try:
+        import matplotlib
+
+        if not os.environ.get("DISPLAY") and not os.environ.get("MPLBACKEND"):
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+class Mark:
+    """A function decorated with ``@perf_report``: ``.run()`` performs its sweeps."""
+
+    def __init__(self, fn: Callable, benchmarks):
+        self.fn = fn
+        self.benchmarks = benchmarks
+
+    def _sweep(self, bench: Benchmark, **kwargs) -> BenchmarkTable:
+        x_vals = bench.x_vals[:2] if config.bench_quick() else bench.x_vals
+        means, mins, maxs, xs = [], [], [], []
+        for x in x_vals:
+            values = list(x) if isinstance(x, (list, tuple)) else [x] * len(bench.x_names)
+            if len(values) != len(bench.x_names):
+                raise ValueError(f"Benchmark {bench.plot_name!r}: x value {x!r} has {len(values)} entries for "
+                                 f"{len(bench.x_names)} x_names {bench.x_names}")
+            x_args = dict(zip(bench.x_names, values))
+            row_mean, row_min, row_max = [], [], []
+            for line in bench.line_vals:
+                result = self.fn(**x_args, **{bench.line_arg: line}, **bench.args, **kwargs)
+                if isinstance(result, (tuple, list)):
+                    if len(result) != 3:
+                        raise ValueError(f"a benchmark function returns a number or (value, min, max), "
+                                         f"got {len(result)} values")
+                    value, low, high = (float(r) for r in result)
+                else:
+                    value, low, high = float(result), None, None
+                row_mean.append(value)
+                row_min.append(low)
+                row_max.append(high)
+            xs.append(values)
+            means.append(row_mean)
+            mins.append(row_min)
+            maxs.append(row_max)
+        columns = list(bench.x_names) + list(bench.line_names)
+        has_range = any(v is not None for row in mins for v in row)
+        if has_range:
+            columns += [f"{name}-min" for name in bench.line_names] + [f"{name}-max" for name in bench.line_names]
+        rows = []
+        for x, m, lo, hi in zip(xs, means, mins, maxs):
+            rows.append(list(x) + m + (lo + hi if has_range else []))
+        return BenchmarkTable(bench.plot_name, columns, rows)
+
+    def _plot(self, plt, bench: Benchmark, table: BenchmarkTable, show: bool, save_path: Optional[str]) -> None:
+        figure = plt.figure()
+        axes = figure.add_subplot(111)
+        x = table.column(bench.x_names[0])
+        for i, name in enumerate(bench.line_names):
+            color, style = (bench.styles[i] if bench.styles and i < len(bench.styles) else (None, "-"))
+            axes.plot(x, table.column(name), label=name, color=color, ls=style)
+            if f"{name}-min" in table.columns:
+                low, high = table.column(f"{name}-min"), table.column(f"{name}-max")
+                if all(v is not None for v in low + high):
+                    axes.fill_between(x, low, high, alpha=0.15, color=color)
+        axes.legend()
+        axes.set_xlabel(bench.xlabel or bench.x_names[0])
+        axes.set_ylabel(bench.ylabel)
+        axes.set_title(bench.plot_name)
+        if bench.x_log:
+            axes.set_xscale("log")
+        if bench.y_log:
+            axes.set_yscale("log")
+        if save_path:
+            figure.savefig(os.path.join(save_path, f"{bench.plot_name}.png"))
+        if show:
+            plt.show()
+        plt.close(figure)
+
+    def run(self, show_plots: bool = False, print_data: bool = False, save_path: Optional[str] = None,
+            return_df: bool = False, **kwargs):
+        """Runs every sweep. ``print_data``: print each table. ``save_path``: a folder that gets
+        ``<plot_name>.csv`` (and ``<plot_name>.png`` with matplotlib). ``show_plots``: show the
+        plots (with matplotlib). ``return_df``: return the tables (one, or a list for several
+        benchmarks), as pandas DataFrames when pandas is installed. ``kwargs`` go to the function."""
+        benchmarks = self.benchmarks if isinstance(self.benchmarks, (list, tuple)) else [self.benchmarks]
+        if save_path:
+            os.makedirs(save_path, exist_ok=True)
+        plt = _matplotlib_pyplot() if (show_plots or save_path) else None
+        if (show_plots or save_path) and plt is None:
+            print("tritium: matplotlib is not installed, so no plot is drawn or saved", file=sys.stderr)
+        tables = []
+        for bench in benchmarks:
+            table = self._sweep(bench, **kwargs)
+            tables.append(table)
+            if print_data:
+                title = f"{bench.plot_name}:" if bench.plot_name else ""
+                if config.bench_quick() and len(bench.x_vals) > 2:
+                    title += f" (TRITIUM_BENCH_QUICK: the first 2 of {len(bench.x_vals)} x values)"
+                if title:
+                    print(title)
+                print(table.format(list(bench.x_names) + list(bench.line_names)))
+            if save_path:
+                table.to_csv(os.path.join(save_path, f"{bench.plot_name or 'benchmark'}.csv"))
+            if plt is not None:
+                self._plot(plt, bench, table, show_plots, save_path)
+        sys.stdout.flush()
+        if return_df:
+            results = [_as_dataframe(t) for t in tables]
+            return results[0] if len(results) == 1 else results
+        return None
+
+
+def _as_dataframe(table: BenchmarkTable) -> Any:
+    try:
+        import pandas
+    except ImportError:
+        return table
+    return pandas.DataFrame(table.rows, columns=table.columns)
+
+
+def perf_report(benchmarks):
+    """Decorates a benchmark function with the sweeps ``benchmarks`` (one Benchmark or a list);
+    call ``.run(print_data=True)`` on the result to perform them."""
+
+    def decorator(fn):
+        return Mark(fn, benchmarks)
+
+    return decorator

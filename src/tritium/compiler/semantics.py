@@ -710,3 +710,158 @@ class Semantic:
             raise TypeError(f"tl.{kind} applies to integers and pointers, got {x.dtype}")
         op = self._create("hint", [x], [x.type], {"kind": kind, "values": tuple(values)})
         return tensor(op.result, x.type)
+
+    # shared by the ops below ------------------------------------------------------------------
+    def _broadcast_all(self, values: Sequence[tensor]) -> list[tensor]:
+        """Every value broadcast (scalars splatted) to the shape they have in common."""
+        common = values[0]
+        for v in values[1:]:
+            common, _ = self.broadcast_pair(common, v)
+        shape = T.shape_of(common.type)
+        return [self.broadcast_to(v, shape) for v in values]
+
+    def _block(self, x, what: str) -> tensor:
+        x = self.to_tensor(x)
+        if not x.type.is_block():
+            raise TypeError(f"{what} needs a block, got a scalar of type {x.type}")
+        return x
+
+    def _static_int(self, value, what: str) -> int:
+        value = unwrap(value)
+        if isinstance(value, tensor) or not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{what} must be a constexpr integer, got {value!r}")
+        return value
+
+    # random numbers ------------------------------------------------------------------------------
+    def philox(self, c0, c1, c2, c3, k0, k1, n_rounds) -> list[tensor]:
+        """``n_rounds`` rounds of Philox-4x32 (or 4x64) on counters c0..c3 with key (k0, k1)."""
+        n_rounds = self._static_int(n_rounds, "n_rounds")
+        if n_rounds < 0:
+            raise ValueError(f"n_rounds must not be negative, got {n_rounds}")
+        values = [self.to_tensor(v) for v in (c0, c1, c2, c3, k0, k1)]
+        dtype = values[0].dtype
+        if dtype not in (T.uint32, T.uint64):
+            raise TypeError(f"philox counters must be uint32 or uint64, got {dtype}")
+        for name, v in zip(("c1", "c2", "c3", "k0", "k1"), values[1:]):
+            if v.dtype != dtype:
+                raise TypeError(f"philox's {name} is {v.dtype} but c0 is {dtype}; "
+                                "all counters and keys must have one type")
+        values = self._broadcast_all(values)
+        op = self._create("philox", values, [values[0].type] * 4, {"n_rounds": n_rounds})
+        return [tensor(r, r.type) for r in op.results]
+
+    # libdevice ------------------------------------------------------------------------------------
+    def libdevice(self, name: str, args, signatures: dict) -> tensor:
+        """An elementwise libdevice function. ``signatures`` maps argument dtype names to
+        (libdevice symbol, result dtype name). As in Triton, arguments whose types match no
+        signature are first promoted to a common type, then looked up again."""
+        values = [self.to_tensor(a) for a in args]
+        key = tuple(v.dtype.name for v in values)
+        if key not in signatures and len(values) > 1 and not any(v.dtype.is_ptr() for v in values):
+            common = args[0]  # Python numbers stay weak: pow(fp16 x, 2.0) is (fp16, fp16), as in Triton
+            for a in args[1:]:
+                common, _ = self._promote(common, a)
+            values = [self.cast(v, common.dtype) for v in values]
+            key = tuple(v.dtype.name for v in values)
+        if key not in signatures:
+            accepted = " or ".join("(" + ", ".join(k) + ")" for k in signatures)
+            got = ", ".join(v.dtype.name for v in values)
+            raise ValueError(f"libdevice.{name} does not accept ({got}): it takes {accepted}; "
+                             "convert the arguments first, e.g. x.to(tl.float32)")
+        values = self._broadcast_all(values)
+        symbol, result = signatures[key]
+        return self._emit("libdevice", values, T.with_element(values[0].type, T.dtype(result)),
+                          {"fn": name, "symbol": symbol})
+
+    # shape ops: join, split, cat, flip, sort, gather, histogram --------------------------------------
+    def join(self, a, b) -> tensor:
+        """Stacks ``a`` and ``b`` (broadcast to one shape) along a new minor dimension of size 2."""
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        if a.dtype != b.dtype:
+            raise TypeError(f"tl.join needs two values of the same dtype, got {a.dtype} and {b.dtype}; "
+                            "cast one of them")
+        a, b = self.broadcast_pair(a, b)
+        shape = T.shape_of(a.type) + (2,)
+        return self._emit("join", [a, b], T.block_type(a.dtype, shape))
+
+    def split(self, a) -> tuple[tensor, tensor]:
+        """The two halves of a block whose last dimension has size 2 (scalars when it is 1-D)."""
+        a = self._block(a, "tl.split")
+        shape = a.type.shape
+        if shape[-1] != 2:
+            raise ValueError(f"tl.split needs a block whose last dimension has size 2, got shape {list(shape)}")
+        out = T.block_type(a.dtype, shape[:-1]) if len(shape) > 1 else a.dtype
+        op = self._create("split", [a], [out, out])
+        return tensor(op.results[0], out), tensor(op.results[1], out)
+
+    def cat(self, a, b, can_reorder=False, dim=0) -> tensor:
+        a, b = self._block(a, "tl.cat"), self._block(b, "tl.cat")
+        if a.dtype != b.dtype:
+            raise TypeError(f"tl.cat needs two blocks of the same dtype, got {a.dtype} and {b.dtype}; cast one of them")
+        sa, sb = a.type.shape, b.type.shape
+        dim = self._static_int(dim, "tl.cat's dim")
+        if len(sa) != len(sb):
+            raise ValueError(f"tl.cat needs blocks of the same rank, got shapes {list(sa)} and {list(sb)}")
+        if not -len(sa) <= dim < len(sa):
+            raise ValueError(f"tl.cat dim {dim} is out of range for blocks of rank {len(sa)}")
+        dim %= len(sa)
+        if sa[:dim] + sa[dim + 1:] != sb[:dim] + sb[dim + 1:]:
+            raise ValueError(f"tl.cat needs shapes that agree except along dim {dim}, got {list(sa)} and {list(sb)}")
+        shape = sa[:dim] + (sa[dim] + sb[dim],) + sa[dim + 1:]
+        self._shape(shape)  # the result must have power-of-two dimensions
+        return self._emit("cat", [a, b], T.block_type(a.dtype, shape), {"axis": dim})
+
+    def flip(self, x, dim=None) -> tensor:
+        x = self._block(x, "tl.flip")
+        rank = len(x.type.shape)
+        dim = rank - 1 if unwrap(dim) is None else self._static_int(dim, "tl.flip's dim")
+        if not -rank <= dim < rank:
+            raise ValueError(f"tl.flip dim {dim} is out of range for a block of rank {rank}")
+        return self._emit("flip", [x], x.type, {"axis": dim % rank})
+
+    def sort(self, x, dim=None, descending=False) -> tensor:
+        x = self._block(x, "tl.sort")
+        rank = len(x.type.shape)
+        dim = rank - 1 if unwrap(dim) is None else self._static_int(dim, "tl.sort's dim")
+        if dim % rank != rank - 1 or not -rank <= dim < rank:
+            raise ValueError(f"tl.sort sorts along the last dimension only (as Triton does), got dim={dim} for a "
+                             f"block of rank {rank}; permute the block first")
+        descending = unwrap(descending)
+        if isinstance(descending, tensor):
+            raise TypeError("tl.sort's descending must be a constexpr")
+        if x.dtype.is_fp8() or x.dtype.is_ptr():
+            raise TypeError(f"tl.sort does not support {x.dtype}")
+        return self._emit("sort", [x], x.type, {"descending": bool(descending)})
+
+    def gather(self, src, index, axis) -> tensor:
+        src, index = self._block(src, "tl.gather"), self._block(index, "tl.gather")
+        if not index.dtype.is_int() or index.dtype.is_bool():
+            raise TypeError(f"tl.gather's index must be an integer block, got {index.dtype}")
+        ss, si = src.type.shape, index.type.shape
+        if len(ss) != len(si):
+            raise ValueError(f"tl.gather needs src and index of the same rank, got shapes {list(ss)} and {list(si)}")
+        axis = self._static_int(axis, "tl.gather's axis")
+        if not -len(ss) <= axis < len(ss):
+            raise ValueError(f"tl.gather axis {axis} is out of range for blocks of rank {len(ss)}")
+        axis %= len(ss)
+        for d, (a, b) in enumerate(zip(ss, si)):
+            if d != axis and a != b:
+                raise ValueError(f"tl.gather: index shape {list(si)} must equal the src shape {list(ss)} in every "
+                                 f"dimension except the gather axis {axis} (dimension {d}: {b} vs {a})")
+        return self._emit("gather", [src, index], T.block_type(src.dtype, si), {"axis": axis})
+
+    def histogram(self, x, num_bins, mask=None) -> tensor:
+        x = self._block(x, "tl.histogram")
+        if len(x.type.shape) != 1:
+            raise ValueError(f"tl.histogram needs a 1-D block, got shape {list(x.type.shape)}")
+        if not x.dtype.is_int() or x.dtype.is_bool():
+            raise TypeError(f"tl.histogram needs integer input, got {x.dtype}")
+        num_bins = self._static_int(num_bins, "tl.histogram's num_bins")
+        self._shape((num_bins,))
+        operands = [x]
+        if mask is not None and unwrap(mask) is not None:
+            mask = self.to_tensor(mask)
+            if not mask.dtype.is_bool():
+                raise TypeError(f"tl.histogram's mask must be a boolean block, got {mask.dtype}")
+            operands.append(self.broadcast_to(mask, x.type.shape))
+        return self._emit("histogram", operands, T.block_type(T.int32, (num_bins,)), {"num_bins": num_bins})

@@ -20,6 +20,15 @@ from .standard import (  # noqa: F401
     reduce, reshape, sigmoid, softmax, static_assert, static_print, static_range, store, sum, trans, view,
     where, xor_sum, zeros, zeros_like,
 )
+from .standard import (  # noqa: F401
+    cat, flip, gather, histogram, inline_asm_elementwise, interleave, join, sort, split, swizzle2d,
+)
+from . import random  # noqa: F401
+from .random import (  # noqa: F401
+    pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x,
+    uint_to_uniform_float,
+)
+from . import extra  # noqa: F401
 
 bool_ = int1
 float8e4b15 = None  # not supported yet: no faithful numpy storage type
@@ -34,7 +43,7 @@ def _tensor_member_functions():
 
     names = ["sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "reshape", "view",
              "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
-             "associative_scan"]
+             "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave"]
     table = {name: getattr(standard, name) for name in names}
     for name in ["exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil", "abs",
                  "fma", "sqrt_rn", "umulhi"]:

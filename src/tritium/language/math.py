@@ -57,8 +57,16 @@ def div_rn(x, y):
 
 @builtin
 def fdiv(x, y, ieee_rounding=False):
-    """Elementwise floating-point division."""
-    return _semantic().truediv(x, y)
+    """Elementwise floating-point division. As in Triton both operands must already be floating
+    point (a Python int is an int32, so write 2.0, not 2), and equal types stay as they are
+    (fp16 / fp16 is fp16). A GPU may divide approximately (div.full.f32, 2 ulp) unless
+    ``ieee_rounding``; here the quotient is always rounded correctly."""
+    sem = _semantic()
+    x, y = sem.to_tensor(x), sem.to_tensor(y)
+    if not x.dtype.is_floating() or not y.dtype.is_floating():
+        raise TypeError(f"both operands of fdiv must have a floating-point type, got {x.dtype} and {y.dtype}")
+    x, y = sem._promote(x, y)
+    return sem._emit("div", [x, y], x.type)
 
 
 @builtin

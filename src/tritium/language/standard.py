@@ -196,6 +196,88 @@ def trans(input, *dims):
     return _semantic().permute(input, dims)
 
 
+@builtin
+def join(a, b):
+    """Stacks ``a`` and ``b`` along a new minor dimension: shapes (4, 8) give (4, 8, 2); two scalars give (2,)."""
+    return _semantic().join(a, b)
+
+
+@builtin
+def split(a):
+    """The inverse of join: the two halves of a block whose last dimension has size 2."""
+    return _semantic().split(a)
+
+
+@builtin
+def interleave(a, b):
+    """Alternates the elements of ``a`` and ``b`` along their last dimension:
+    ``join(a, b).reshape(a.shape[:-1] + [2 * a.shape[-1]])``."""
+    sem = _semantic()
+    c = sem.join(a, b)
+    shape = c.type.shape
+    if len(shape) == 1:
+        return c
+    return sem.reshape(c, shape[:-2] + (2 * shape[-2],))
+
+
+@builtin
+def cat(input, other, can_reorder=False, dim=0):
+    """Concatenates two blocks along ``dim``. The result's dimensions must be powers of two, so
+    the two sizes along ``dim`` are normally equal. Elements keep their order (a valid choice
+    also when ``can_reorder`` allows the compiler to reorder them)."""
+    return _semantic().cat(input, other, unwrap(can_reorder), dim)
+
+
+@builtin
+def flip(x, dim=None):
+    """Reverses ``x`` along ``dim`` (the last dimension by default)."""
+    return _semantic().flip(x, dim)
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """Sorts ``x`` along its last dimension (``dim`` may only name that one, as in Triton), with
+    the bitonic compare-and-swap network Triton runs, so NaNs and signed zeros end up where a GPU
+    puts them."""
+    return _semantic().sort(x, dim, descending)
+
+
+@builtin
+def gather(src, index, axis):
+    """``out[..., i, ...] = src[..., index[..., i, ...], ...]`` along ``axis``: index has src's shape
+    except along ``axis``; the result has index's shape. An index out of range is a run-time error."""
+    return _semantic().gather(src, index, axis)
+
+
+@builtin
+def histogram(input, num_bins, mask=None):
+    """Counts of the values 0 .. num_bins-1 in the 1-D integer block ``input`` (int32), over the
+    lanes where ``mask`` holds; values outside that range are not counted."""
+    return _semantic().histogram(input, num_bins, mask)
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Maps the indices (i, j) of a row-major size_i x size_j grid to those of a grid that is
+    column-major within groups of size_g rows (the last group may be shorter): the tile order
+    that improves L2 reuse in a matmul."""
+    linear = i * size_j + j
+    group_size = size_g * size_j
+    first_row = (linear // group_size) * size_g
+    rows = _math.minimum(size_i - first_row, size_g)
+    within = linear % group_size
+    return first_row + within % rows, within // rows
+
+
+@builtin
+def inline_asm_elementwise(*args, **kwargs):
+    """Not supported: there is no GPU assembler behind this backend."""
+    error = NotImplementedError("tl.inline_asm_elementwise is not supported on this backend: inline PTX/assembly "
+                                "can only run on a GPU")
+    error.hint = "write the computation with tl operations or tl.extra.libdevice functions"
+    raise error
+
+
 # reductions ---------------------------------------------------------------------------------------
 def _sum_dtype(in_dtype, dtype):
     dtype = unwrap(dtype)
@@ -282,7 +364,7 @@ def reduce(input, axis, combine_fn, keep_dims=False):
 @builtin
 def cumsum(input, axis=0, reverse=False, dtype=None):
     sem = _semantic()
-    input = sem.to_tensor(input)
+    input = _bf16_to_fp32(sem.to_tensor(input))
     out = _sum_dtype(input.dtype, dtype)
     if out is not None:
         input = sem.cast(input, out)
@@ -291,7 +373,13 @@ def cumsum(input, axis=0, reverse=False, dtype=None):
 
 @builtin
 def cumprod(input, axis=0, reverse=False):
-    return _semantic().scan(input, axis, "prod", reverse)[0]
+    """The running product along ``axis``; bf16 is computed (and returned) in fp32, as in Triton."""
+    sem = _semantic()
+    return sem.scan(_bf16_to_fp32(sem.to_tensor(input)), axis, "prod", reverse)[0]
+
+
+def _bf16_to_fp32(x):
+    return _semantic().cast(x, T.float32) if x.dtype.is_bf16() else x
 
 
 @builtin

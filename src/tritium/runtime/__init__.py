@@ -1,4 +1,10 @@
-"""The runtime: @jit functions, specialization, compilation caches and launches."""
+"""The runtime: @jit functions, specialization, compilation caches, launches, the autotuner, and
+the driver (``triton.runtime.driver.active``)."""
+from . import errors  # noqa: F401
+from .autotuner import Autotuner, Config, Heuristics, KernelInterface, autotune, heuristics
+from .driver import driver
+from .errors import InterpreterError, OutOfResources
 from .jit import JITFunction, jit
 
-__all__ = ["JITFunction", "jit"]
+__all__ = ["Autotuner", "Config", "Heuristics", "InterpreterError", "JITFunction", "KernelInterface",
+           "OutOfResources", "autotune", "driver", "errors", "heuristics", "jit"]

@@ -1,8 +1,10 @@
 """``@jit``: a kernel object that binds arguments, specializes, compiles once per key, and launches."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import platform
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -15,14 +17,42 @@ from ..language.core import constexpr
 from .arguments import specialize, tensor_view
 
 # Launch options Triton accepts; they shape GPU code and are recorded but do not change results here.
+# The last line holds the HIP backend's options, which autotune configs written for AMD GPUs carry.
 LAUNCH_OPTIONS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None, "enable_fp_fusion": True,
                   "debug": None, "launch_cooperative_grid": False, "extern_libs": None, "sanitize_overflow": True,
-                  "instrumentation_mode": "", "warmup": False}
+                  "instrumentation_mode": "", "warmup": False,
+                  "waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1}
+
+# Ops a GPU routes through shared memory; ``metadata.shared`` adds up the bytes of their operands.
+_SHARED_MEMORY_OPCODES = frozenset({"reduce", "scan", "dot", "permute"})
+
+
+def _shared_memory_bytes(fn, num_stages: int) -> int:
+    """An estimate of the shared memory a GPU would give this kernel: the largest block that a
+    reduction, scan or transpose exchanges between threads, or a dot's operand tiles times
+    ``num_stages - 1`` (the pipeline's buffers). 0 for kernels that need none, as on a GPU."""
+    largest = 0
+    for op in fn.walk():
+        if op.opcode not in _SHARED_MEMORY_OPCODES:
+            continue
+        blocks = [v.type for v in op.operands if isinstance(v.type, T.block_type)]
+        if op.opcode == "dot":
+            size = sum(b.numel * b.element_ty.itemsize for b in blocks[:2]) * max(1, num_stages - 1)
+        else:
+            size = max((b.numel * b.element_ty.itemsize for b in blocks), default=0)
+        largest = max(largest, size)
+    return largest
 
 
 @dataclass
 class CompiledKernel:
-    """One specialization of a kernel: its IR and what the backend made of it."""
+    """One specialization of a kernel: its IR and what the backend made of it.
+
+    ``kernel.warmup(...)`` returns one, and it can be launched directly with
+    ``compiled[grid](*args)``, every parameter given (constexprs included, as Triton's compiled
+    kernels take them) or only the run-time ones. ``n_regs`` and ``n_spills`` are nominal (32 and
+    0); ``metadata.shared`` estimates what a GPU would use (see ``_shared_memory_bytes``).
+    """
 
     name: str
     key: tuple
@@ -30,22 +60,116 @@ class CompiledKernel:
     executable: Any
     backend: str
     options: dict = field(default_factory=dict)
-    n_regs: int = 0
+    n_regs: int = 32
     n_spills: int = 0
+    fn: Any = None  # the JITFunction
+    specs: dict = field(default_factory=dict)  # parameter name -> IR type, or constexpr value
 
     @property
     def asm(self) -> dict:
         return {"ttir": str(self.ir)}
 
+    @functools.cached_property
+    def shared(self) -> int:
+        return _shared_memory_bytes(self.ir, int(self.options.get("num_stages") or 3))
+
     @property
     def metadata(self):
         from types import SimpleNamespace
 
-        return SimpleNamespace(name=self.name, shared=0, num_warps=self.options.get("num_warps", 4),
-                               num_stages=self.options.get("num_stages", 3), backend=self.backend)
+        return SimpleNamespace(name=self.name, shared=self.shared, num_warps=self.options.get("num_warps", 4),
+                               num_stages=self.options.get("num_stages", 3),
+                               num_ctas=self.options.get("num_ctas", 1), backend=self.backend,
+                               target=("cpu", platform.machine(), 32))
+
+    def _init_handles(self) -> None:
+        """Loads the kernel onto the device: nothing left to do for the interpreter."""
 
     def __getitem__(self, grid):
-        raise LaunchError("launch the kernel itself (kernel[grid](...)), not a compiled variant")
+        def launcher(*args, **kwargs):
+            return self._launch_direct(grid, args, kwargs)
+
+        return launcher
+
+    def _launch_direct(self, grid, args, kwargs):
+        if self.fn is None:
+            raise LaunchError(f"compiled kernel {self.name} was not made by a JITFunction and cannot be launched")
+        debug = kwargs.get("debug") if "debug" not in self.fn.arg_names else None
+        kwargs = {k: v for k, v in kwargs.items() if k != "stream" and k not in LAUNCH_OPTIONS}
+        runtime_names = list(self.ir.arg_names)
+        given = len(args) + len(kwargs)
+        if given == len(runtime_names) and given != len(self.fn.arg_names):
+            values = dict(zip(runtime_names, args))
+            values.update(kwargs)
+        else:
+            try:
+                bound = self.fn.signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise LaunchError(f"compiled {self.name}[grid](...): {e}; pass every parameter in order "
+                                  f"({', '.join(self.fn.arg_names)}), or only the run-time ones "
+                                  f"({', '.join(runtime_names)})") from None
+            bound.apply_defaults()
+            values = dict(bound.arguments)
+            # Constexprs (and arguments specialized to 1 or None) were fixed when compiling: a
+            # different value now would be silently ignored, so refuse it.
+            for name, spec in self.specs.items():
+                if isinstance(spec, constexpr) and name not in runtime_names:
+                    value = values[name].value if isinstance(values[name], constexpr) else values[name]
+                    if not _same_constant(value, spec.value):
+                        raise LaunchError(f"compiled {self.name} was specialized for {name}={spec.value!r}, "
+                                          f"but launched with {name}={value!r}; launch the JITFunction "
+                                          "instead (it compiles each specialization it meets)")
+        unknown = [n for n in values if n not in self.fn.arg_names]
+        missing = [n for n in runtime_names if n not in values]
+        if unknown or missing:
+            raise LaunchError(f"compiled {self.name}[grid](...): "
+                              + (f"unknown arguments {unknown}" if unknown else f"missing arguments {missing}"))
+        meta = dict(values)
+        meta.update(self.options)
+        try:
+            self.launch(_normalize_grid(grid, meta), values, debug=debug)
+        except TritonError as error:
+            raise error.with_traceback(None) from None
+        return self
+
+    def launch(self, grid3, values: dict, debug=None) -> None:
+        """Runs the kernel on ``grid3`` with the run-time arguments in ``values`` (name -> value).
+
+        ``debug``: the interpreter's debug mode for this launch (``config.debug_mode``); None takes
+        ``@jit(debug=...)``, and when that is None too, ``TRITIUM_DEBUG``."""
+        runtime_args = []
+        for name in self.ir.arg_names:
+            ty = self.specs[name]
+            value = values[name]
+            if isinstance(value, constexpr):
+                value = value.value
+            if isinstance(ty, T.pointer_type):
+                view = tensor_view(value)
+                if view is None:
+                    raise LaunchError(f"argument '{name}' of {self.name} was compiled as a pointer ({ty}), "
+                                      f"but a {type(value).__name__} was passed")
+                if view.device != "cpu":
+                    raise LaunchError(f"argument '{name}' is on device '{view.device}', but only CPU memory "
+                                      "can be used until the cuda backend lands")
+                if view.dtype != ty.element_ty:
+                    raise LaunchError(f"argument '{name}' of {self.name} was compiled for {ty.element_ty} "
+                                      f"elements, but holds {view.dtype}")
+                value = view
+            runtime_args.append((name, ty, value))
+        if grid3[0] * grid3[1] * grid3[2] == 0:
+            return
+        if debug is None and self.fn is not None:
+            debug = self.fn.debug
+        self.executable.launch(grid3, runtime_args, debug=debug)
+
+
+def _same_constant(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def _parse_type(text: str):
@@ -80,7 +204,15 @@ def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-class JITFunction:
+class KernelInterface:
+    """What every launchable kernel object has: ``kernel[grid](*args, **kwargs)`` calls
+    ``kernel.run(*args, grid=grid, **kwargs)``. JITFunction, Autotuner and Heuristics are ones."""
+
+    def __getitem__(self, grid) -> Callable:
+        return functools.partial(self.run, grid=grid)
+
+
+class JITFunction(KernelInterface):
     """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``."""
 
     def __init__(self, fn: Callable, do_not_specialize=(), debug=None, noinline=None, repr=None,
@@ -123,9 +255,6 @@ class JITFunction:
             f"launch it with a grid: {self.__name__}[grid](...), e.g. {self.__name__}[(triton.cdiv(n, BLOCK),)](...)"
         )
 
-    def __getitem__(self, grid) -> Callable:
-        return functools.partial(self.run, grid=grid)
-
     # binding and specialization ----------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS and k not in self.arg_names}
@@ -165,7 +294,8 @@ class JITFunction:
         for text in compiled_ir.static_output:
             sys.stdout.write(text)
         executable = interpreter.compile(compiled_ir.function)
-        return CompiledKernel(self.__name__, key, compiled_ir.function, executable, interpreter.NAME, dict(options))
+        return CompiledKernel(self.__name__, key, compiled_ir.function, executable, interpreter.NAME, dict(options),
+                              fn=self, specs=dict(specs))
 
     def ir(self, signature, **constants) -> str:
         """The IR text for run-time parameter types ``signature`` ('*fp32,i32' or a list) and constexprs."""
@@ -189,13 +319,22 @@ class JITFunction:
 
         return str(compile_ir(self, specs).function)
 
-    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
-        values, options = self._bind(args, kwargs)
-        key, specs = self.specialization(values)
+    def _kernel_for(self, key, specs, options) -> CompiledKernel:
+        """The compiled kernel for ``key``, compiling on a miss. Launch options (num_warps...) do
+        not change the code here: a hit with other options shares the code, reporting them."""
         kernel = self.cache.get(key)
         if kernel is None:
-            kernel = self.cache[key] = self._compile(key, specs, options)
+            return self.cache.setdefault(key, self._compile(key, specs, options))
+        if any(kernel.options.get(k) != v for k, v in options.items()):
+            kernel = dataclasses.replace(kernel, options={**kernel.options, **options})
         return kernel
+
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compiles for these arguments without launching, and returns the compiled kernel."""
+        values, options = self._bind(args, kwargs)
+        options.pop("warmup", None)
+        key, specs = self.specialization(values)
+        return self._kernel_for(key, specs, options)
 
     def run(self, *args, grid, **kwargs):
         try:
@@ -210,26 +349,13 @@ class JITFunction:
             raise LaunchError(f"TRITIUM_BACKEND={backend!r} is not available yet; use 'interpreter'")
         values, options = self._bind(args, kwargs)
         key, specs = self.specialization(values)
-        kernel = self.cache.get(key)
-        if kernel is None:
-            kernel = self.cache[key] = self._compile(key, specs, options)
+        kernel = self._kernel_for(key, specs, {k: v for k, v in options.items() if k != "warmup"})
+        if options.get("warmup"):
+            return kernel
         meta = dict(values)
         meta.update(options)
         grid3 = _normalize_grid(grid, meta)
-        runtime_args = []
-        for name in kernel.ir.arg_names:
-            ty = specs[name]
-            value = values[name]
-            if isinstance(ty, T.pointer_type):
-                view = tensor_view(value)
-                if view.device != "cpu":
-                    raise LaunchError(f"argument '{name}' is on device '{view.device}', but only CPU memory "
-                                      "can be used until the cuda backend lands")
-                value = view
-            runtime_args.append((name, ty, value))
-        if grid3[0] * grid3[1] * grid3[2] == 0:
-            return kernel
-        kernel.executable.launch(grid3, runtime_args)
+        kernel.launch(grid3, values, debug=options.get("debug"))
         return kernel
 
 

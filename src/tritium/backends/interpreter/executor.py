@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import config
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region
 from ...errors import DeviceAssertionError, HintViolationError, render_location
-from . import numerics
+from . import checks, numerics
 from .affine import AFFINE_HANDLERS, Affine, make_arange, make_splat
 from .memory import Memory
 
@@ -44,6 +45,31 @@ class Executor:
         self.env: dict[int, np.ndarray] = {}
         self.pids: np.ndarray = np.zeros((1, 3), dtype=np.int32)
         self.batch = 1
+        self.handlers, self.affine_handlers = _EXEC, AFFINE_HANDLERS
+        self.checks = None  # debug mode's checks.DebugChecks, or None
+        self.spin_check_after = config.spin_check_after()  # while iterations before SpinWatch starts
+        self.watches: list = []  # the SpinWatches of the while loops running now
+        self._unwatched = None
+        self.program_order = False
+        self.shuffled = False
+        self.progress = (0, 1)  # (programs finished, programs in the launch)
+
+    def enable_debug(self, program_order: bool) -> None:
+        """Debug mode: checked handlers, race tracking, while loops watched from their first iteration."""
+        self.handlers, self.affine_handlers = checks.debug_tables(self.handlers, self.affine_handlers)
+        self.checks = checks.DebugChecks(self.fn.name, self.grid, self.memory, program_order)
+        self.spin_check_after = 0
+
+    def push_watch(self, watch) -> None:
+        if not self.watches:
+            self._unwatched = (self.handlers, self.affine_handlers)
+            self.handlers, self.affine_handlers = checks.watched_tables(self.handlers, self.affine_handlers)
+        self.watches.append(watch)
+
+    def pop_watch(self, watch) -> None:
+        self.watches.remove(watch)
+        if not self.watches:
+            self.handlers, self.affine_handlers = self._unwatched
 
     # programs --------------------------------------------------------------------------------
     def program_of_lane(self, lane_program: int) -> tuple[int, int, int]:
@@ -54,24 +80,28 @@ class Executor:
         self.pids = pids
         self.batch = len(pids)
         self.env = {}
+        if self.checks is not None:
+            gx, gy, _ = self.grid
+            self.checks.begin_batch(pids[:, 0].astype(np.int64) + gx * (pids[:, 1] + gy * pids[:, 2].astype(np.int64)))
         for value, arg in zip(self.fn.args, args):
             self.env[value.id] = arg
         self.run_region(self.fn.body, None)
 
     def run_region(self, region: Region, active, args=()) -> list[np.ndarray]:
         env = self.env
+        handlers, affine_handlers = self.handlers, self.affine_handlers
         for value, arg in zip(region.args, args):
             env[value.id] = arg
         for op in region.ops:
             if op.opcode in ("yield", "condition"):
                 return [env[v.id] for v in op.operands]  # affine values stay symbolic across iterations
-            handler = _EXEC.get(op.opcode)
+            handler = handlers.get(op.opcode)
             if handler is None:
                 raise NotImplementedError(render_location(op.loc, f"the interpreter cannot execute '{op.opcode}' yet"))
             args = [env[v.id] for v in op.operands]
             outputs = NotImplemented
             if op.opcode not in _PASS_AFFINE and any(type(a) is Affine for a in args):
-                special = AFFINE_HANDLERS.get(op.opcode)
+                special = affine_handlers.get(op.opcode)
                 if special is not None:
                     outputs = special(self, op, args, active)
                 if outputs is NotImplemented:
@@ -468,22 +498,32 @@ def exec_while(ex, op, args, active):
     carried = list(args)
     running = active
     results = None
-    while True:
-        cond, *forwarded = ex.run_region(before, running, carried)
-        if cond.shape[0] == 1 and (running is None):
-            if not bool(cond[0]):
-                return forwarded
-            carried = ex.run_region(after, running, forwarded)
-            continue
-        cond = np.broadcast_to(cond, (ex.batch,))
-        still = _restricted(running, cond)
-        stopping = ~cond if running is None else (running & ~cond)
-        results = forwarded if results is None else _merge(stopping, forwarded, results, op.results)
-        if not still.any():
-            return results
-        new = ex.run_region(after, still, forwarded)
-        carried = _merge(still, new, forwarded, op.results)
-        running = still
+    iterations, watch = 0, None  # a SpinWatch raises DeadlockError when an iteration repeats the last
+    try:
+        while True:
+            iterations += 1
+            if iterations > ex.spin_check_after:
+                if watch is None:
+                    watch = checks.SpinWatch(ex, op)
+                watch.next_iteration(running, carried)
+            cond, *forwarded = ex.run_region(before, running, carried)
+            if cond.shape[0] == 1 and (running is None):
+                if not bool(cond[0]):
+                    return forwarded
+                carried = ex.run_region(after, running, forwarded)
+                continue
+            cond = np.broadcast_to(cond, (ex.batch,))
+            still = _restricted(running, cond)
+            stopping = ~cond if running is None else (running & ~cond)
+            results = forwarded if results is None else _merge(stopping, forwarded, results, op.results)
+            if not still.any():
+                return results
+            new = ex.run_region(after, still, forwarded)
+            carried = _merge(still, new, forwarded, op.results)
+            running = still
+    finally:
+        if watch is not None:
+            watch.close()
 
 
 # debugging -------------------------------------------------------------------------------------------------
@@ -624,9 +664,10 @@ def exec_gather(ex, op, args, active):
     src, index = _same_batch(args, op.operands)
     axis = op.attrs["axis"] + 1
     extent = src.shape[axis]
-    bad = (index < 0) | (index >= extent)
+    outside = (index < 0) | (index >= extent)
+    bad = outside
     if active is not None and bad.shape[0] == ex.batch:
-        bad = bad & _expand_programs(active, bad.ndim - 1)
+        bad = bad & _expand_programs(active, bad.ndim - 1)  # programs that skip this op are not checked
     if bad.any():
         first = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
         pid = ex.program_of_lane(int(first[0])) if bad.shape[0] == ex.batch else ex.program_of_lane(0)
@@ -638,7 +679,7 @@ def exec_gather(ex, op, args, active):
             "clamp the index (tl.minimum/tl.maximum) or build it so that it stays within the source block")
         raise OutOfBoundsError(message, kernel=ex.fn.name, loc=op.loc, program_id=pid, offset=value, extent=extent,
                                tensor="src", access="gather")
-    return np.take_along_axis(src, index.astype(np.intp), axis=axis)
+    return np.take_along_axis(src, np.where(outside, 0, index).astype(np.intp), axis=axis)
 
 
 @handles("histogram")
@@ -668,13 +709,24 @@ def exec_histogram(ex, op, args, active):
     return np.bincount(flat, minlength=x.shape[0] * bins).reshape(x.shape[0], bins).astype(np.int32)
 
 
-def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int) -> None:
-    """Runs every program of ``grid``, ``batch_size`` programs at a time, in program order."""
+def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int, *, debug: bool = False,
+        program_order: bool = False, shuffle: int | None = None) -> None:
+    """Runs every program of ``grid``, ``batch_size`` programs at a time, in program order -- or, with a
+    ``shuffle`` seed, the batches in a random order drawn from it. ``debug``: debug mode's checks
+    (see checks.py); ``program_order``: the programs synchronise through memory and run one at a time."""
     gx, gy, gz = grid
     total = gx * gy * gz
     executor = Executor(fn, memory, (gx, gy, gz))
+    executor.program_order = program_order
+    executor.shuffled = shuffle is not None
+    if debug:
+        executor.enable_debug(program_order)
+    starts = list(range(0, total, batch_size))
+    if shuffle is not None:
+        np.random.default_rng(shuffle).shuffle(starts)
     with np.errstate(all="ignore"):
-        for start in range(0, total, batch_size):
+        for done, start in enumerate(starts):
+            executor.progress = (done * batch_size, total)
             linear = np.arange(start, min(total, start + batch_size), dtype=np.int64)
             pids = np.stack([linear % gx, (linear // gx) % gy, linear // (gx * gy)], axis=1).astype(np.int32)
             executor.run_batch(pids, args)

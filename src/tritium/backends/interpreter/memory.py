@@ -70,6 +70,7 @@ class Memory:
     def __init__(self, kernel_name: str):
         self.kernel_name = kernel_name
         self.allocations: list[Allocation] = []
+        self.checks = None  # debug mode's checks.DebugChecks: sees every store and atomic before/after it lands
 
     def add(self, allocation: Allocation) -> int:
         """Registers an allocation; returns the tagged pointer to its first element."""
@@ -240,6 +241,8 @@ class Memory:
             if stride <= reach:
                 return False  # lanes could overlap: keep numpy's well-defined fancy assignment
             reach += stride * (n - 1)
+        if self.checks is not None:
+            self.checks.before_window_store(window, dtype, batch, shape)
         view = self._window_view(window, dtype, batch, shape)
         view[...] = np.broadcast_to(values, view.shape)
         return True
@@ -260,6 +263,8 @@ class Memory:
 
     def store(self, pointers, values, mask, dtype: np.dtype, loc, program_of_lane) -> None:
         groups = self._check(pointers, mask, dtype.itemsize, "store", loc, program_of_lane)
+        if self.checks is not None:
+            self.checks.before_store(groups, pointers.shape, dtype.itemsize)
         values = np.broadcast_to(values, pointers.shape)
         for alloc, lanes, index in groups:
             data = alloc.typed(dtype)
@@ -305,6 +310,8 @@ class Memory:
                 data[where] = _combine(kind, current, update,
                                        None if compare is None else compare[flat_positions])
                 old_flat[flat_positions] = current
+        if self.checks is not None:
+            self.checks.after_atomic(groups, pointers.shape, old, compare)
         return old
 
 

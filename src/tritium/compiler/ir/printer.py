@@ -52,7 +52,8 @@ def _print_region(region: Region, label: str, names: _Names, indent: str, lines:
         _print_op(op, names, indent + "  ", lines)
 
 
-_REGION_LABELS = {"if": ("then", "else"), "for": ("body",), "while": ("before", "after"), "reduce": ("combine",)}
+_REGION_LABELS = {"if": ("then", "else"), "for": ("body",), "while": ("before", "after"), "reduce": ("combine",),
+                  "scan": ("combine",)}
 
 
 def _print_op(op: Operation, names: _Names, indent: str, lines: list[str]) -> None:

@@ -17,7 +17,8 @@ def _sweep(region: Region, used: set[int]) -> bool:
     for op in region.ops:
         for nested in op.regions:
             changed |= _sweep(nested, used)
-        dead = (op.opcode not in ("yield", "condition") and not op.has_side_effects
+        # A while loop may never exit (a spin wait on memory, a bug): dropping it would hide the hang.
+        dead = (op.opcode not in ("yield", "condition", "while") and not op.has_side_effects
                 and not any(r.id in used for r in op.results))
         if dead:
             changed = True
