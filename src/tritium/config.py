@@ -67,3 +67,27 @@ def spin_check_after() -> int:
     carried values, same values read from memory); such a loop can never exit, and it raises
     ``DeadlockError``. Debug mode checks from the first iteration."""
     return max(1, int(os.environ.get("TRITIUM_SPIN_CHECK_AFTER", "1000")))
+
+
+def cache_dir() -> str:
+    """TRITIUM_CACHE_DIR: the folder tritium keeps its on-disk caches in (the autotuner's winning
+    configs, under ``autotune/``). Default: ``~/.cache/tritium`` (``$XDG_CACHE_HOME/tritium`` when
+    XDG_CACHE_HOME is set)."""
+    text = os.environ.get("TRITIUM_CACHE_DIR", "").strip()
+    if text:
+        return os.path.expanduser(text)
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tritium")
+
+
+def autotune_cache() -> bool:
+    """TRITIUM_AUTOTUNE_CACHE=0: the autotuner keeps its results in memory only (default: it also
+    stores each key's winning config on disk, under ``cache_dir()/autotune``, and a later process
+    reuses it without timing the configs again)."""
+    return os.environ.get("TRITIUM_AUTOTUNE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def autotune_progress() -> bool:
+    """TRITIUM_AUTOTUNE_PROGRESS=0: no progress line while the autotuner times configs (it is shown
+    on stderr only when stderr is a terminal)."""
+    return os.environ.get("TRITIUM_AUTOTUNE_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")

@@ -5,19 +5,30 @@ Both decorators wrap a ``@jit`` kernel (or each other) and keep its launch synta
 
 * ``@autotune(configs, key)`` times every config the first time it meets a value of the ``key``
   arguments (and of the tensor arguments' dtypes), keeps the fastest in ``.cache`` (in memory,
-  for this process) and launches with it; ``.best_config`` is the config of the last launch.
+  for this process) and on disk (for later processes; see "The persistent cache" below), and
+  launches with it; ``.best_config`` is the config of the last launch.
 * ``@heuristics({"NAME": lambda args: ...})`` computes meta-parameters from the arguments.
 
 A grid function sees the chosen meta-parameters (``meta["BLOCK_SIZE"]``, ``meta["num_warps"]``).
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
+import json
+import os
+import platform
+import sys
+import tempfile
 import time
+import types
+import warnings
 from typing import Callable, Optional
 
+from .. import config as settings
 from ..errors import CompileTimeAssertionFailure, LaunchError, OutOfResources, PTXASError
-from .jit import KernelInterface
+from .jit import JITFunction, KernelInterface
 
 # Failures that rule a config out while tuning rather than stop the program.
 _CONFIG_FAILURES = (OutOfResources, CompileTimeAssertionFailure, PTXASError)
@@ -118,6 +129,190 @@ def _hashable(value):
         return value
     except TypeError:
         return repr(value)
+
+
+# The persistent cache ------------------------------------------------------------------------------
+# Tuning times every config, which costs far more than one launch; a later process asking the same
+# question gets the answer from disk. One JSON file per question, named by a hash of everything the
+# answer depends on: the kernel's source (and the sources of the @jit functions and the constexpr
+# globals it uses), the key values, the tensor arguments' dtypes, the configs on offer, the backend
+# and the device. Files are written to a temporary file in the same folder and renamed into place
+# (os.replace is atomic), so a reader never sees half a file; a file that cannot be read, is not
+# valid JSON, answers another question or names a config that is not on offer is ignored, and the
+# configs are timed again and the file rewritten.
+CACHE_FORMAT = 1
+
+
+def _dependencies(fn, seen: set) -> list[str]:
+    """Source text of ``fn`` (a Python function) and of the @jit functions and constexpr globals it
+    reaches through global names and module attributes (``activations.apply``)."""
+    parts = []
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return parts
+    names: list[str] = []
+    stack = [code]
+    while stack:  # nested code objects (comprehensions, lambdas) name globals too
+        current = stack.pop()
+        names.extend(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    scope = getattr(fn, "__globals__", {})
+    for name in names:
+        value = scope.get(name)
+        candidates = [value]
+        if isinstance(value, types.ModuleType):
+            candidates = [getattr(value, attr, None) for attr in names]
+        for candidate in candidates:
+            if isinstance(candidate, JITFunction) and id(candidate) not in seen:
+                seen.add(id(candidate))
+                parts.append(candidate.src)
+                parts.extend(_dependencies(candidate.fn, seen))
+            elif type(candidate).__name__ == "constexpr" and id(candidate) not in seen:
+                seen.add(id(candidate))
+                parts.append(f"{name}={getattr(candidate, 'value', candidate)!r}")
+    return parts
+
+
+def source_hash(kernel) -> str:
+    """A hash of a @jit kernel's source and of everything it calls (see ``_dependencies``)."""
+    base = _base_jit(kernel)
+    parts = [getattr(base, "src", "") or getattr(base, "__qualname__", "")]
+    fn = getattr(base, "fn", None)
+    if fn is not None:
+        parts.extend(_dependencies(fn, {id(base)}))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def device_name() -> str:
+    """The machine tuned on: timings from another CPU (or GPU) answer a different question."""
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"cpu:{platform.machine()}:{model}:{os.cpu_count()}"
+
+
+def _json_value(value):
+    """``value`` as JSON, or None when it has no stable text (an object printed with its address)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    text = repr(value)
+    return None if " at 0x" in text else text
+
+
+def _config_record(config: Config) -> dict:
+    return {"kwargs": {k: _json_value(v) for k, v in config.kwargs.items()}, "num_warps": config.num_warps,
+            "num_stages": config.num_stages, "num_ctas": config.num_ctas, "maxnreg": config.maxnreg}
+
+
+class DiskCache:
+    """Where an Autotuner keeps its winning configs between processes."""
+
+    def __init__(self, tuner: "Autotuner"):
+        self.tuner = tuner
+        self.warned = False
+
+    @staticmethod
+    def folder() -> str:
+        return os.path.join(settings.cache_dir(), "autotune")
+
+    def identity(self, key: tuple, configs: list) -> Optional[dict]:
+        """Everything the answer for ``key`` depends on; None when some part has no stable text."""
+        key_values = [_json_value(v) for v in key]
+        if any(v is None and k is not None for v, k in zip(key_values, key)):
+            return None
+        return {"format": CACHE_FORMAT, "kernel": self.tuner.__name__, "source": source_hash(self.tuner.fn),
+                "key_names": self.tuner.keys, "key": key_values, "configs": [str(c) for c in configs],
+                "backend": settings.backend_name(), "device": device_name()}
+
+    def path(self, identity: dict) -> str:
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+        return os.path.join(self.folder(), f"{identity['kernel']}-{digest}.json")
+
+    def load(self, identity: dict, configs: list) -> Optional[Config]:
+        """The stored winner among ``configs``; None when there is no usable file."""
+        try:
+            with open(self.path(identity), encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None  # missing, unreadable or corrupt: tune again and rewrite it
+        if not isinstance(record, dict) or record.get("identity") != identity:
+            return None
+        wanted = record.get("config")
+        for config in configs:
+            if _config_record(config) == wanted:
+                return config
+        return None
+
+    def store(self, identity: dict, best: Config, timings: dict, bench_time: float) -> None:
+        record = {"identity": identity, "config": _config_record(best), "bench_time_s": round(bench_time, 6),
+                  "timings_ms": {str(c): [float(t) for t in times] for c, times in timings.items()}}
+        path = self.path(identity)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as f:
+                    json.dump(record, f, indent=1, sort_keys=True)
+                os.replace(temporary, path)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError as e:
+            if not self.warned:  # a read-only or full disk costs the next process a re-tune, nothing more
+                self.warned = True
+                warnings.warn(f"tritium could not save the autotuning result of {self.tuner.__name__} to {path}: {e}",
+                              RuntimeWarning, stacklevel=4)
+
+
+# The progress line --------------------------------------------------------------------------------
+class _Progress:
+    """One line on stderr, rewritten after each config is timed: configs tried / total and the best
+    so far. Shown only when stderr is a terminal and TRITIUM_AUTOTUNE_PROGRESS is not 0."""
+
+    def __init__(self, name: str, key_text: str, total: int):
+        self.enabled = settings.autotune_progress() and _is_terminal(sys.stderr)
+        self.name = name
+        self.key_text = key_text
+        self.total = total
+        self.width = 0
+
+    def update(self, done: int, best: Optional[Config], best_time: float) -> None:
+        if not self.enabled:
+            return
+        text = f"autotuning {self.name}({self.key_text}): {done}/{self.total} configs"
+        if best is not None and best_time != float("inf"):
+            text += f", best {best_time:.3f} ms with {', '.join(f'{k}={v}' for k, v in best.kwargs.items())}"
+        columns = _terminal_columns()
+        text = text[:columns - 1]
+        sys.stderr.write("\r" + text + " " * max(0, self.width - len(text)))
+        sys.stderr.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _terminal_columns() -> int:
+    try:
+        return max(20, os.get_terminal_size(sys.stderr.fileno()).columns)
+    except (OSError, ValueError, AttributeError):
+        return 120
 
 
 class Autotuner(_Wrapper):

@@ -165,7 +165,7 @@ def affine_load(ex, op, args, active):
         return NotImplemented
     other = args[2] if len(args) > 2 else None
     dtype = op.result.type.scalar.numpy
-    window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch)
+    window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
     if window is None:
         return NotImplemented  # some lane may be out of bounds: the lane-by-lane check decides
     if mask is not None and mask.shape[0] not in (1, ex.batch):
@@ -182,7 +182,7 @@ def affine_store(ex, op, args, active):
         if isinstance(mask, Affine) or not np.all(mask):
             return NotImplemented
     dtype = op.operands[0].type.scalar.element_ty.numpy
-    window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch)
+    window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
     if window is None or not ex.memory.store_window(window, value.astype(dtype, copy=False), dtype, ex.batch,
                                                      ptr.shape):
         return NotImplemented

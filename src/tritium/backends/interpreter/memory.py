@@ -62,6 +62,18 @@ class Window:
     program_step: Optional[int]  # element step between consecutive programs; None when irregular
     lane_strides: tuple  # element stride along each block axis
     starts: Optional[np.ndarray]  # each program's first element, when the step is irregular
+    # (programs per row, step between rows, step along a row) when the starts form a 2-D lattice,
+    # as a 2-D grid's tiles do
+    lattice: Optional[tuple] = None
+
+
+def _lattice(starts: np.ndarray, period: int):
+    if period < 2 or starts.size % period or starts.size == period:
+        return None
+    rows = starts.reshape(-1, period)
+    along, across = int(rows[0, 1] - rows[0, 0]), int(rows[1, 0] - rows[0, 0])
+    expected = rows[0, 0] + np.arange(rows.shape[0])[:, None] * across + np.arange(period)[None, :] * along
+    return (period, across, along) if np.array_equal(rows, expected) else None
 
 
 class Memory:
@@ -169,7 +181,7 @@ class Memory:
         raise OutOfBoundsError(message, kernel=self.kernel_name, loc=loc, program_id=program,
                                offset=element_offset, extent=extent, tensor=alloc.name, access=access)
 
-    def strided_window(self, pointers, itemsize: int, batch: int):
+    def strided_window(self, pointers, itemsize: int, batch: int, period: int = 0):
         """For an affine block of pointers that stays inside one tensor, a ``Window`` -- else None.
 
         The whole window must be in bounds and aligned, so any lane may be touched without a
@@ -195,7 +207,8 @@ class Memory:
         steps = np.diff(starts)
         if np.all(steps == steps[0]):
             return Window(alloc, int(starts[0]), int(steps[0]), lane_strides, None)
-        return Window(alloc, int(starts[0]), None, lane_strides, starts)
+        lattice = _lattice(starts, period)
+        return Window(alloc, int(starts[0]), None, lane_strides, starts, lattice)
 
     @staticmethod
     def _carrier(dtype: np.dtype) -> np.dtype:
@@ -223,6 +236,16 @@ class Memory:
     def load_window(self, window: "Window", mask, other, dtype: np.dtype, batch: int, shape) -> np.ndarray:
         if window.starts is None:
             values = np.array(self._window_view(window, dtype, batch, shape))
+        elif window.lattice is not None:
+            period, across, along = window.lattice
+            carrier = self._carrier(dtype)
+            data = window.allocation.typed(carrier)
+            strides = (across, along) + window.lane_strides
+            view = np.lib.stride_tricks.as_strided(
+                data[window.start:], shape=(batch // period, period) + tuple(shape),
+                strides=tuple(s * dtype.itemsize for s in strides), writeable=False)
+            values = view.reshape((batch,) + tuple(shape))
+            values = values.view(dtype) if carrier is not dtype else values
         else:
             values = window.allocation.typed(dtype)[self._window_index(window, shape)]
         if mask is None:
@@ -233,7 +256,11 @@ class Memory:
     def store_window(self, window: "Window", values, dtype: np.dtype, batch: int, shape) -> bool:
         """Writes a whole window when no two lanes share an address; False when they might."""
         if window.starts is not None:
-            return False
+            if self.checks is not None:
+                self.checks.before_window_store(window, dtype, batch, shape)
+            index = self._window_index(window, shape)
+            window.allocation.typed(dtype)[index] = np.broadcast_to(values, index.shape)
+            return True
         extents = sorted((abs(s), n) for s, n in zip((window.program_step,) + window.lane_strides,
                                                       (batch,) + tuple(shape)) if n > 1)
         reach = 0

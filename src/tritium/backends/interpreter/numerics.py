@@ -219,13 +219,20 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str, out: np.d
     if np.issubdtype(a.dtype, np.integer):
         return (np.matmul(a.astype(np.int64), b.astype(np.int64)) + acc).astype(out)
     if precision == "tf32":
-        product = np.matmul(truncate_to_tf32(a).astype(np.float64), truncate_to_tf32(b).astype(np.float64))
+        # Products of tf32 values (11 significant bits) are exact in fp32; the sums accumulate in
+        # fp32 as the tensor cores' do.
+        product = np.matmul(truncate_to_tf32(a), truncate_to_tf32(b))
+        return (product + acc.astype(np.float32, copy=False)).astype(out, copy=False)
     elif precision == "tf32x3":
         a_big, b_big = truncate_to_tf32(a), truncate_to_tf32(b)
         a_small = truncate_to_tf32(a.astype(np.float32) - a_big)
         b_small = truncate_to_tf32(b.astype(np.float32) - b_big)
         product = sum(np.matmul(x.astype(np.float64), y.astype(np.float64))
                       for x, y in ((a_big, b_big), (a_big, b_small), (a_small, b_big)))
+    elif a.dtype != np.float32 and a.dtype != np.float64 and out != np.float64:
+        # fp16/bf16/fp8 inputs: exact products in fp32, fp32 accumulation, as on the tensor cores
+        product = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        return (product + acc.astype(np.float32, copy=False)).astype(out, copy=False)
     else:
         product = np.matmul(a.astype(np.float64), b.astype(np.float64))
     return (product + acc.astype(np.float64)).astype(out)
