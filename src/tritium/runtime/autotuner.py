@@ -28,6 +28,7 @@ from typing import Callable, Optional
 
 from .. import config as settings
 from ..errors import CompileTimeAssertionFailure, LaunchError, OutOfResources, PTXASError
+from ..language.core import constexpr
 from .jit import JITFunction, KernelInterface
 
 # Failures that rule a config out while tuning rather than stop the program.
@@ -167,7 +168,7 @@ def _dependencies(fn, seen: set) -> list[str]:
                 seen.add(id(candidate))
                 parts.append(candidate.src)
                 parts.extend(_dependencies(candidate.fn, seen))
-            elif type(candidate).__name__ == "constexpr" and id(candidate) not in seen:
+            elif isinstance(candidate, constexpr) and id(candidate) not in seen:
                 seen.add(id(candidate))
                 parts.append(f"{name}={getattr(candidate, 'value', candidate)!r}")
     return parts
@@ -310,9 +311,10 @@ def _is_terminal(stream) -> bool:
 
 def _terminal_columns() -> int:
     try:
-        return max(20, os.get_terminal_size(sys.stderr.fileno()).columns)
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
     except (OSError, ValueError, AttributeError):
-        return 120
+        columns = 0
+    return max(20, columns) if columns > 0 else 120  # a terminal that reports no size: assume a wide one
 
 
 class Autotuner(_Wrapper):
@@ -320,7 +322,7 @@ class Autotuner(_Wrapper):
 
     def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None, pre_hook=None,
                  post_hook=None, prune_configs_by: Optional[dict] = None, warmup=None, rep=None,
-                 use_cuda_graph=False, do_bench=None, cache_results=False):
+                 use_cuda_graph=False, do_bench=None, cache_results=None):
         super().__init__(fn, arg_names)
         self.configs = list(configs) if configs else [Config({})]
         for config in self.configs:
@@ -344,7 +346,9 @@ class Autotuner(_Wrapper):
         self.num_warmups = 25 if warmup is None else warmup
         self.num_reps = 100 if rep is None else rep
         self.use_cuda_graph = use_cuda_graph
-        self.cache_results = cache_results  # a persistent cache comes later: results live in .cache
+        # None: follow TRITIUM_AUTOTUNE_CACHE (on by default); True/False: this kernel's choice.
+        self.cache_results = cache_results
+        self.disk_cache = DiskCache(self)
         self.user_do_bench = do_bench
         self.cache: dict[tuple, Config] = {}
         self.best_config: Optional[Config] = None
@@ -429,22 +433,51 @@ class Autotuner(_Wrapper):
         if key not in self.cache:
             configs = self.prune_configs(kwargs, self.nargs)
             if len(configs) > 1:
-                started = time.perf_counter()
-                restore = {name: all_args[name].clone() for name in self.restore_value}
-                timings = {c: self._bench(args, kwargs, grid, c, restore) for c in configs}
-                self.bench_time = time.perf_counter() - started
-                self.configs_timings = timings
-                best = min(timings, key=timings.get)
-                for name in self.reset_to_zero:  # the real launch starts from zeros, as the timed ones did
-                    all_args[name].zero_()
+                self.cache[key] = self._tune(key, configs, args, kwargs, grid, all_args)
             else:
-                best = configs[0]
-            self.cache[key] = best
+                self.cache[key] = configs[0]
         config = self.best_config = self.cache[key]
         launch_kwargs = {**kwargs, **config.all_kwargs()}
         if config.pre_hook is not None:
             config.pre_hook({**self.nargs, **launch_kwargs})
         return self.fn.run(*args, grid=grid, **launch_kwargs)
+
+    def _uses_disk_cache(self) -> bool:
+        return settings.autotune_cache() if self.cache_results is None else bool(self.cache_results)
+
+    def _tune(self, key: tuple, configs: list, args, kwargs, grid, all_args: dict) -> Config:
+        """The fastest of ``configs`` for ``key``: from the disk cache when it holds the answer,
+        else by timing each config (and then saved there)."""
+        identity = self.disk_cache.identity(key, configs) if self._uses_disk_cache() else None
+        if identity is not None:
+            stored = self.disk_cache.load(identity, configs)
+            if stored is not None:
+                self.configs_timings = None
+                self.bench_time = 0.0
+                return stored
+        started = time.perf_counter()
+        restore = {name: all_args[name].clone() for name in self.restore_value}
+        key_text = ", ".join(f"{name}={repr(all_args[name])[:24]}" for name in self.keys if name in all_args)
+        progress = _Progress(self.__name__, key_text, len(configs))
+        timings: dict = {}
+        best, best_time = None, float("inf")
+        try:
+            progress.update(0, None, best_time)
+            for done, config in enumerate(configs, start=1):
+                timings[config] = self._bench(args, kwargs, grid, config, restore)
+                if best is None or timings[config] < timings[best]:
+                    best, best_time = config, timings[config][0]
+                progress.update(done, best, best_time)
+        finally:
+            progress.close()
+        self.bench_time = time.perf_counter() - started
+        self.configs_timings = timings
+        best = min(timings, key=timings.get)
+        for name in self.reset_to_zero:  # the real launch starts from zeros, as the timed ones did
+            all_args[name].zero_()
+        if identity is not None and timings[best][0] != float("inf"):
+            self.disk_cache.store(identity, best, timings, self.bench_time)
+        return best
 
     def warmup(self, *args, **kwargs):
         """Compiles the kernel for every (pruned) config without launching; returns the kernels."""
@@ -460,7 +493,7 @@ class Autotuner(_Wrapper):
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
-             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=None):
     """Decorates a kernel to be launched with the fastest of ``configs`` for each value of ``key``.
 
     ``key``: argument names; a new combination of their values (or of the tensors' dtypes) times
@@ -468,6 +501,13 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
     each timed launch (and before the real one) / restored after each timed launch, for kernels
     that accumulate into or update them. ``warmup``/``rep``: the do_bench budget per config, in ms
     (default 25 and 100); ``do_bench``: a function used instead of ``triton.testing.do_bench``.
+
+    Each key's winner is also saved on disk, under ``$TRITIUM_CACHE_DIR/autotune`` (default
+    ``~/.cache/tritium/autotune``), and later processes launch with it without timing anything.
+    ``cache_results=False`` (or ``TRITIUM_AUTOTUNE_CACHE=0`` for every kernel) keeps results in
+    memory only; ``cache_results=True`` saves them even when the variable says 0. While timing, a
+    progress line (configs tried / total, best so far) is shown on stderr when it is a terminal,
+    unless ``TRITIUM_AUTOTUNE_PROGRESS=0``.
     """
 
     def decorator(fn):

@@ -161,8 +161,10 @@ def affine_load(ex, op, args, active):
     if not isinstance(ptr, Affine):
         return NotImplemented
     mask = args[1] if len(args) > 1 else None
-    if isinstance(mask, Affine) or active is not None:
+    if isinstance(mask, Affine):
         return NotImplemented
+    # Inactive programs' lanes are read too: harmless, since the whole window is in bounds, and
+    # their values are never used.
     other = args[2] if len(args) > 2 else None
     dtype = op.result.type.scalar.numpy
     window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
@@ -175,12 +177,14 @@ def affine_load(ex, op, args, active):
 
 def affine_store(ex, op, args, active):
     ptr, value = args[0], args[1]
-    if not isinstance(ptr, Affine) or isinstance(value, Affine) or active is not None:
+    if not isinstance(ptr, Affine) or isinstance(value, Affine):
         return NotImplemented
     if len(args) > 2:
         mask = args[2]
         if isinstance(mask, Affine) or not np.all(mask):
             return NotImplemented
+    if active is not None and not np.all(active):
+        return NotImplemented
     dtype = op.operands[0].type.scalar.element_ty.numpy
     window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
     if window is None or not ex.memory.store_window(window, value.astype(dtype, copy=False), dtype, ex.batch,

@@ -155,10 +155,14 @@ _MATH = {
 }
 
 
+# Evaluated by the C math library in compiled loops (fp64, rounded once for fp32).
+_LIBM = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "erf"})
+
+
 def math_function(name: str, x: np.ndarray) -> np.ndarray:
     """fp32 (and narrower) arguments are evaluated in fp64 and rounded once."""
-    if name == "erf" and x.dtype in (np.float32, np.float64):
-        return libm.apply("erf", x)  # evaluated in fp64, rounded once, in compiled code
+    if name in _LIBM and x.dtype in (np.float32, np.float64):
+        return libm.apply(name, x)  # evaluated in fp64, rounded once, in compiled code
     fn = _MATH[name]
     if x.dtype == np.float64:
         return fn(x).astype(np.float64)
@@ -239,34 +243,39 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str, out: np.d
 
 
 # reductions -------------------------------------------------------------------------------------
+def _along(x: np.ndarray, axis: int, index) -> np.ndarray:
+    """``x`` indexed along one axis (a view for slices)."""
+    return x[(slice(None),) * axis + (index,)]
+
+
 def tree_reduce(values: list[np.ndarray], axis: int, combine) -> list[np.ndarray]:
     """Combines halves pairwise until one element is left along ``axis`` (which is removed)."""
     n = values[0].shape[axis]
     while n > 1:
         if n % 2:
             # odd length: fold the last element into the first, then halve the rest
-            last = [np.take(v, [n - 1], axis=axis) for v in values]
-            head = [np.take(v, [0], axis=axis) for v in values]
+            last = [_along(v, axis, slice(n - 1, n)) for v in values]
+            head = [_along(v, axis, slice(0, 1)) for v in values]
             merged = combine(head, last)
-            values = [np.concatenate([m, np.take(v, range(1, n - 1), axis=axis)], axis=axis)
+            values = [np.concatenate([m, _along(v, axis, slice(1, n - 1))], axis=axis)
                       for m, v in zip(merged, values)]
             n -= 1
             continue
         half = n // 2
-        left = [np.take(v, range(half), axis=axis) for v in values]
-        right = [np.take(v, range(half, n), axis=axis) for v in values]
+        left = [_along(v, axis, slice(0, half)) for v in values]
+        right = [_along(v, axis, slice(half, n)) for v in values]
         values = combine(left, right)
         n = half
-    return [np.take(v, 0, axis=axis) for v in values]
+    return [_along(v, axis, 0) for v in values]
 
 
 def sum_tree(x: np.ndarray, axis: int) -> np.ndarray:
     n = x.shape[axis]
     while n > 1 and n % 2 == 0:
         half = n // 2
-        x = np.add(np.take(x, range(half), axis=axis), np.take(x, range(half, n), axis=axis), dtype=x.dtype)
+        x = np.add(_along(x, axis, slice(0, half)), _along(x, axis, slice(half, n)), dtype=x.dtype)
         n = half
-    return np.sum(x, axis=axis, dtype=x.dtype) if n > 1 else np.take(x, 0, axis=axis)
+    return np.sum(x, axis=axis, dtype=x.dtype) if n > 1 else _along(x, axis, 0).copy()
 
 
 # random numbers ----------------------------------------------------------------------------------
