@@ -1,39 +1,132 @@
-"""``tritium demo``: real kernels on the best available backend, each checked against torch."""
+"""``tritium demo``: every op of ``tritium.ops`` run forward and backward on the default backend,
+checked against torch and timed beside it; then two stories, the chain-rule trap of a backward
+kernel and an out-of-bounds access caught before it touches memory."""
 from __future__ import annotations
 
+import os
 import time
 
 import tritium as triton
 import tritium.language as tl
 
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
+def _backend_line() -> str:
+    from . import config
+
+    name = config.backend_name()
+    if os.environ.get("TRITIUM_BACKEND", "").strip():
+        why = f"TRITIUM_BACKEND={os.environ['TRITIUM_BACKEND'].strip()} asks for it"
+    else:
+        why = "the default for CPU tensors until the native CPU and CUDA compilers land (TRITIUM_BACKEND picks one)"
+    return (f"backend: {name} -- {why}; it runs a batch of programs per numpy call and bounds-checks every "
+            "load and store")
 
 
-@triton.jit
-def gelu_forward_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
-    tl.store(out_ptr + offsets, x * cdf, mask=mask)
+def _bench(fn) -> float:
+    """Milliseconds per call (the fastest of a few), with triton.testing.do_bench."""
+    from .testing import do_bench
+
+    return do_bench(fn, warmup=5, rep=40, return_mode="min")
 
 
-@triton.jit
-def gelu_backward_kernel(grad_out_ptr, x_ptr, grad_in_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    grad_out = tl.load(grad_out_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
-    pdf = 0.3989422804014327 * tl.exp(-0.5 * x * x)
-    tl.store(grad_in_ptr + offsets, grad_out * (cdf + x * pdf), mask=mask)
+def _max_error(outputs, references) -> float:
+    return max((o.detach().double() - r.detach().double()).abs().max().item() for o, r in zip(outputs, references))
+
+
+def _op_cases():
+    """(name, size text, tritium function, torch function, input tensors) for each op."""
+    import torch
+
+    import tritium.ops as ops
+
+    F = torch.nn.functional
+    g = torch.Generator().manual_seed(0)
+
+    def randn(*shape, scale=1.0):
+        return torch.randn(*shape, generator=g) * scale
+
+    rows, cols = 1024, 1000
+    x2 = randn(rows, cols, scale=2.0)
+    weight, bias = randn(cols), randn(cols)
+    vocab = 32000
+    logits = randn(64, vocab, scale=3.0)
+    target = torch.randint(0, vocab, (64,), generator=g)
+    q, k, v = randn(2, 4, 256, 64), randn(2, 4, 256, 64), randn(2, 4, 256, 64)
+    a, b, mm_bias = randn(384, 512), randn(512, 256), randn(256)
+    return [
+        ("gelu", "1M fp32", ops.gelu, F.gelu, [randn(1 << 20, scale=2.0)]),
+        ("gelu (tanh)", "1M fp32", lambda x: ops.gelu(x, "tanh"), lambda x: F.gelu(x, approximate="tanh"),
+         [randn(1 << 20, scale=2.0)]),
+        ("bias + silu", f"{rows}x{cols} fp32", lambda x, b: ops.bias_activation(x, b, "silu"),
+         lambda x, b: F.silu(x + b), [x2, bias]),
+        ("softmax", f"{rows}x{cols} fp32", ops.softmax, lambda x: torch.softmax(x, -1), [x2]),
+        ("log_softmax", f"{rows}x{cols} fp32", ops.log_softmax, lambda x: torch.log_softmax(x, -1), [x2]),
+        ("layer_norm", f"{rows}x{cols} fp32", ops.layer_norm,
+         lambda x, w, b: F.layer_norm(x, (cols,), w, b), [x2, weight, bias]),
+        ("rms_norm", f"{rows}x{cols} fp32", ops.rms_norm, lambda x, w: F.rms_norm(x, (cols,), w, 1e-6),
+         [x2, weight]),
+        ("matmul+bias+gelu", "384x512 @ 512x256", lambda a, b, c: ops.matmul(a, b, c, "gelu"),
+         lambda a, b, c: F.gelu(a @ b + c), [a, b, mm_bias]),
+        ("cross_entropy", f"64x{vocab} fp32", lambda x: ops.cross_entropy(x, target),
+         lambda x: F.cross_entropy(x, target), [logits]),
+        ("attention causal", "2x4x256x64 fp32", lambda q, k, v: ops.scaled_dot_product_attention(q, k, v, True),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [q, k, v]),
+    ]
+
+
+def _run_op(fn, inputs, grad):
+    import torch
+
+    leaves = [x.detach().requires_grad_() for x in inputs]
+    out = fn(*leaves)
+    out.backward(grad if grad is not None else torch.ones_like(out))
+    return [out] + [x.grad for x in leaves]
+
+
+def _ops_rows() -> None:
+    import torch
+
+    for name, size, ours, theirs, inputs in _op_cases():
+        with torch.no_grad():
+            sample = theirs(*inputs)
+        # a non-uniform grad_output: all ones would hide a backward that forgets to multiply by it
+        grad = torch.randn(sample.shape, generator=torch.Generator().manual_seed(1)) if sample.dim() else None
+        error = _max_error(_run_op(ours, inputs, grad), _run_op(theirs, inputs, grad))
+        with torch.no_grad():
+            forward_ours = _bench(lambda: ours(*inputs))
+            forward_theirs = _bench(lambda: theirs(*inputs))
+        both_ours = _bench(lambda: _run_op(ours, inputs, grad))
+        both_theirs = _bench(lambda: _run_op(theirs, inputs, grad))
+        print(f"{name:<18}{size:<20}{error:>19.2e}{forward_ours:>9.1f}/{forward_theirs:<6.1f}"
+              f"{both_ours:>9.1f}/{both_theirs:<6.1f}")
+
+
+def ops_table() -> None:
+    import torch
+
+    from .ops.matmul import matmul_kernel
+
+    print(f"{'op':<18}{'size':<20}{'max |err| vs torch':>19}{'forward ms':>16}{'fwd+bwd ms':>16}")
+    print(f"{'':<18}{'':<20}{'(output, grads)':>19}{'tritium/torch':>16}{'tritium/torch':>16}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the interpreter computes on one core: time torch on one too
+    try:
+        _ops_rows()
+    finally:
+        torch.set_num_threads(threads)
+    if matmul_kernel.configs_timings is None:
+        tuning = f"tile sizes from the autotune cache in {os.path.join(_cache_dir(), 'autotune')}"
+    else:
+        tuning = (f"tile sizes autotuned ({len(matmul_kernel.configs_timings)} configs timed), saved to "
+                  f"{os.path.join(_cache_dir(), 'autotune')} for the next run")
+    print(f"(matmul: {tuning}; best {matmul_kernel.best_config.kwargs})")
+    print("(times: the fastest of a few calls, by triton.testing.do_bench; torch on one thread, as the interpreter)")
+
+
+def _cache_dir() -> str:
+    from . import config
+
+    return config.cache_dir().replace(os.path.expanduser("~"), "~", 1)
 
 
 @triton.jit
@@ -43,131 +136,29 @@ def gelu_backward_forgets_grad_output(grad_out_ptr, x_ptr, grad_in_ptr, n, BLOCK
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
     cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
     pdf = 0.3989422804014327 * tl.exp(-0.5 * x * x)
-    tl.store(grad_in_ptr + offsets, cdf + x * pdf, mask=mask)  # the chain-rule trap
+    tl.store(grad_in_ptr + offsets, cdf + x * pdf, mask=mask)  # the chain-rule trap: grad_out never used
 
 
-@triton.jit
-def softmax_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=-float("inf"))
-    z = x - tl.max(x, axis=0)
-    num = tl.exp(z)
-    tl.store(out_ptr + row * row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
-
-
-@triton.jit
-def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
-    mean = tl.sum(x, axis=0) / n_cols
-    centered = tl.where(mask, x - mean, 0.0)
-    var = tl.sum(centered * centered, axis=0) / n_cols
-    w = tl.load(w_ptr + cols, mask=mask)
-    b = tl.load(b_ptr + cols, mask=mask)
-    tl.store(out_ptr + row * n_cols + cols, centered * tl.rsqrt(var + eps) * w + b, mask=mask)
-
-
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, K, BLOCK_K):
-        rk = k + tl.arange(0, BLOCK_K)
-        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-def _time(fn, repeat=3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1000
-
-
-def main() -> int:
+def chain_rule_story() -> None:
     import torch
 
-    torch.manual_seed(0)
-    print("tritium demo: real Triton kernels, run by tritium and checked against torch")
-    print("backend: interpreter (numpy, every memory access bounds-checked) -- the native CPU and CUDA "
-          "backends are not built yet, so it is the best one available here\n")
-    rows = []
-
-    n = 1 << 20
-    x, y = torch.randn(n), torch.randn(n)
-    out = torch.empty(n)
-    run = lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)  # noqa: E731
-    t = _time(run)
-    rows.append(("vector add", f"{n} fp32", (out - (x + y)).abs().max().item(), t, _time(lambda: x + y)))
-
-    n = 100_000
-    x = torch.randn(n)
-    out = torch.empty(n)
-    run = lambda: gelu_forward_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)  # noqa: E731
-    t = _time(run)
-    ref = torch.nn.functional.gelu(x.double()).float()
-    rows.append(("GELU forward", f"{n} fp32", (out - ref).abs().max().item(), t,
-                 _time(lambda: torch.nn.functional.gelu(x))))
-
-    grad_out = torch.randn(n)
-    grad_in = torch.empty(n)
-    run = lambda: gelu_backward_kernel[(triton.cdiv(n, 1024),)](grad_out, x, grad_in, n, BLOCK=1024)  # noqa: E731
-    t = _time(run)
-    xr = x.double().requires_grad_(True)
-    torch.nn.functional.gelu(xr).backward(grad_out.double())
-    rows.append(("GELU backward", f"{n} fp32", (grad_in.double() - xr.grad).abs().max().item(), t, float("nan")))
-
-    x2 = torch.randn(512, 1000)
-    out2 = torch.empty_like(x2)
-    run = lambda: softmax_kernel[(512,)](x2, out2, 1000, x2.stride(0), BLOCK=1024)  # noqa: E731
-    t = _time(run)
-    rows.append(("softmax (rows)", "512x1000 fp32", (out2 - torch.softmax(x2, 1)).abs().max().item(), t,
-                 _time(lambda: torch.softmax(x2, 1))))
-
-    w, b = torch.randn(1000), torch.randn(1000)
-    run = lambda: layernorm_kernel[(512,)](x2, w, b, out2, 1000, 1e-5, BLOCK=1024)  # noqa: E731
-    t = _time(run)
-    ref = torch.nn.functional.layer_norm(x2, (1000,), w, b, 1e-5)
-    rows.append(("layernorm", "512x1000 fp32", (out2 - ref).abs().max().item(), t,
-                 _time(lambda: torch.nn.functional.layer_norm(x2, (1000,), w, b, 1e-5))))
-
-    M, N, K = 200, 300, 250
-    a, bm = torch.randn(M, K), torch.randn(K, N)
-    c = torch.empty(M, N)
-    grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
-    run = lambda: matmul_kernel[grid](a, bm, c, M, N, K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)  # noqa: E731
-    t = _time(run)
-    rows.append(("matmul (tf32 dot)", f"{M}x{K} @ {K}x{N}", (c - a @ bm).abs().max().item(), t,
-                 _time(lambda: a @ bm)))
-
-    print(f"{'kernel':<20}{'size':<22}{'max |err| vs torch':>20}{'tritium ms':>12}{'torch ms':>10}")
-    for name, size, err, t, tt in rows:
-        print(f"{name:<20}{size:<22}{err:>20.3e}{t:>12.2f}{tt:>10.2f}")
-    print("\n(matmul's error is the tf32 rounding a GPU's tensor cores also make; input_precision='ieee' removes it)")
+    from .ops.gelu import gelu_backward
 
     print("\nThe chain-rule trap (chapter 16): a backward kernel that forgets grad_output")
     x = torch.tensor([-1.0, 0.5, 2.0])
     for label, g in (("grad_output = 1", torch.ones(3)), ("grad_output = 2", torch.full((3,), 2.0))):
-        good, bad = torch.empty(3), torch.empty(3)
-        gelu_backward_kernel[(1,)](g, x, good, 3, BLOCK=4)
+        good = gelu_backward(g, x)  # tritium.ops.gelu's backward: grad_output * gelu'(x)
+        bad = torch.empty(3)
         gelu_backward_forgets_grad_output[(1,)](g, x, bad, 3, BLOCK=4)
         xr = x.clone().requires_grad_(True)
         torch.nn.functional.gelu(xr).backward(g)
         print(f"  {label}: correct kernel matches torch: {torch.allclose(good, xr.grad)}, "
               f"buggy kernel matches torch: {torch.allclose(bad, xr.grad)}")
     print("  -> test backward kernels with a non-uniform grad_output; .sum().backward() hides the bug.")
+
+
+def out_of_bounds_story() -> None:
+    import torch
 
     print("\nAnd a mistake a GPU would not report: an unmasked tail")
     n = 1000
@@ -183,6 +174,20 @@ def main() -> int:
         unmasked_copy[(triton.cdiv(n, 256),)](x, out, BLOCK=256)
     except triton.OutOfBoundsError as e:
         print("  " + str(e).replace("\n", "\n  "))
+
+
+def main() -> int:
+    import torch
+
+    started = time.perf_counter()
+    torch.manual_seed(0)
+    print("tritium demo: the ops of tritium.ops (kernels in tritium's language, wired into torch.autograd),")
+    print("run forward and backward, checked against torch and timed beside it")
+    print(_backend_line() + "\n")
+    ops_table()
+    chain_rule_story()
+    out_of_bounds_story()
+    print(f"\n(demo ran in {time.perf_counter() - started:.1f} s)")
     return 0
 
 

@@ -248,7 +248,7 @@ class Memory:
             values = values.view(dtype) if carrier is not dtype else values
         else:
             values = window.allocation.typed(dtype)[self._window_index(window, shape)]
-        if mask is None:
+        if mask is None or mask.all():
             return values
         fill = np.zeros((), dtype=dtype) if other is None else other
         return np.where(mask, values, fill).astype(dtype, copy=False)

@@ -60,6 +60,18 @@ def _int_to_fp64_round_to_odd(x: np.ndarray) -> np.ndarray:
     return _add_round_to_odd(high.astype(np.float64), low.astype(np.float64))
 
 
+_FP16_TO_FP32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def widen_to_fp32(x: np.ndarray) -> np.ndarray:
+    """fp16 or bf16 -> fp32, exactly; faster than numpy's conversion (a table, a shift)."""
+    if x.dtype == np.float16:
+        return np.take(_FP16_TO_FP32, np.ascontiguousarray(x).view(np.uint16))
+    if x.dtype.itemsize == 2 and x.dtype.type.__module__.startswith("ml_dtypes") and x.dtype.name == "bfloat16":
+        return (np.ascontiguousarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float32)
+
+
 def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None) -> np.ndarray:
     target = dst.numpy
     if dst.is_bool():
@@ -74,6 +86,8 @@ def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None)
         result = np.where(above, info.max, result).astype(target)
         return np.where(below, info.min, result).astype(target)
     if src.is_floating() and dst.is_floating():
+        if dst.name == "fp32" and src.primitive_bitwidth == 16:
+            return widen_to_fp32(x)
         if dst.primitive_bitwidth >= src.primitive_bitwidth and not dst.is_fp8():
             return x.astype(target)
         source = _saturate_fp8(x, dst) if dst.is_fp8() else x
@@ -235,7 +249,7 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str, out: np.d
                       for x, y in ((a_big, b_big), (a_big, b_small), (a_small, b_big)))
     elif a.dtype != np.float32 and a.dtype != np.float64 and out != np.float64:
         # fp16/bf16/fp8 inputs: exact products in fp32, fp32 accumulation, as on the tensor cores
-        product = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        product = np.matmul(widen_to_fp32(a), widen_to_fp32(b))
         return (product + acc.astype(np.float32, copy=False)).astype(out, copy=False)
     else:
         product = np.matmul(a.astype(np.float64), b.astype(np.float64))
