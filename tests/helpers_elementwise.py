@@ -215,3 +215,20 @@ def round_exact(value: Fraction, dtype) -> float:
         if best is None or key < best[0]:
             best = (key, cand[0])
     return best[1]
+
+
+def ieee_max(a, b):
+    """fmax with IEEE 754-2019's signed zeros (-0 < +0), written independently of tritium."""
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.fmax(a, b)
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero, np.where(np.signbit(a) & np.signbit(b), a, np.abs(a)), out).astype(out.dtype)
+
+
+def ieee_min(a, b):
+    """fmin with IEEE 754-2019's signed zeros (-0 < +0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.fmin(a, b)
+    both_zero = (a == 0) & (b == 0)
+    negative_zero = -np.abs(a)
+    return np.where(both_zero, np.where(np.signbit(a) | np.signbit(b), negative_zero, np.abs(a)), out).astype(out.dtype)

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tritium as triton
 import tritium.language as tl
-from helpers_elementwise import NP, assert_bits_equal, round_exact, ulp_distance_fp32
+from helpers_elementwise import NP, assert_bits_equal, ieee_max, ieee_min, round_exact, ulp_distance_fp32
 
 RNG_SEED = 1234
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy oracles on NaN
@@ -303,6 +303,16 @@ def test_comparisons(dtype, op):
     fn = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
           "ne": np.not_equal}[op]
     np.testing.assert_array_equal(out, fn(x, y))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32", "fp64"])
+def test_maximum_minimum_order_signed_zeros(dtype):
+    """IEEE 754-2019: -0 < +0, so max(+0, -0) is +0 and min(+0, -0) is -0, in either order."""
+    x = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 0.0, -0.0], NP[dtype])
+    y = np.array([-0.0, 0.0, 0.0, -0.0, -0.0, 0.0, 2.0, -2.0], NP[dtype])
+    assert_bits_equal(run_binary("maximum", x, y, NP[dtype], block=8), ieee_max(x, y), "maximum")
+    assert_bits_equal(run_binary("minimum", x, y, NP[dtype], block=8), ieee_min(x, y), "minimum")
+    assert np.signbit(ieee_max(x, y)).tolist() == [False, False, False, True, False, False, False, True]
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32", "fp64"])
@@ -673,9 +683,9 @@ def _expr(draw, depth: int) -> tuple[str, str, bool]:
     if op in "+-*":
         return f"({a_k} {op} {b_k})", f"({a_n} {op} {b_n})", False
     if op == "max":
-        return f"tl.maximum({a_k}, {b_k})", f"np.fmax({a_n}, {b_n})", False
+        return f"tl.maximum({a_k}, {b_k})", f"ieee_max({a_n}, {b_n})", False
     if op == "min":
-        return f"tl.minimum({a_k}, {b_k})", f"np.fmin({a_n}, {b_n})", False
+        return f"tl.minimum({a_k}, {b_k})", f"ieee_min({a_n}, {b_n})", False
     c_k, c_n, c_const = _expr(draw, depth - 1)
     if a_const and c_const:
         c_k, c_n = "x3", "x3"
@@ -732,5 +742,6 @@ def test_random_fp32_expressions_bit_exact(tmp_path_factory, expr, data):
     out = np.zeros(37, np.float32)
     kernel[(3,)](x0, x1, x2, x3, out, 37, BLOCK=16)
     with np.errstate(all="ignore"):
-        expected = np.broadcast_to(eval(numpy_src, {"np": np, "x0": x0, "x1": x1, "x2": x2, "x3": x3}), (37,))
+        expected = np.broadcast_to(eval(numpy_src, {"np": np, "ieee_max": ieee_max, "ieee_min": ieee_min,
+                                               "x0": x0, "x1": x1, "x2": x2, "x3": x3}), (37,))
     assert_bits_equal(out, expected.astype(np.float32), kernel_src)

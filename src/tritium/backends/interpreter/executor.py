@@ -252,7 +252,14 @@ def exec_minmax(ex, op, args, active):
         fn = np.fmin if op.opcode == "minimum" else np.fmax
     else:
         fn = np.minimum if op.opcode == "minimum" else np.maximum
-    return fn(a, b)
+    result = fn(a, b)
+    if floating:
+        # Signed zeros as IEEE 754-2019 orders them (-0 < +0): max(+0, -0) = +0, min(+0, -0) = -0.
+        both_zero = (a == 0) & (b == 0)
+        if both_zero.any():
+            signed = a + b if op.opcode == "maximum" else -((-a) + (-b))
+            result = np.where(both_zero, signed, result)
+    return result
 
 
 @handles("neg")

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import vector_math
+
 _LOOP = """
 define void @map_{fn}_{suffix}(ptr %in, ptr %out, i64 %n) {{
 entry:
@@ -82,12 +84,14 @@ def apply(fn: str, x: np.ndarray) -> np.ndarray:
     """``fn`` (a libm function of one double) elementwise; fp32 in -> fp32 out, rounded once."""
     suffix = "f32" if x.dtype == np.float32 else "f64"
     source = np.ascontiguousarray(x, dtype=np.float32 if suffix == "f32" else np.float64)
-    loops = _loops(fn)
-    if loops is None:
-        slow = np.frompyfunc(getattr(math, fn), 1, 1)
-        return slow(source.astype(np.float64)).astype(source.dtype) if source.size else source.copy()
+    loop = vector_math.erf_f32_loop() if fn == "erf" and suffix == "f32" else None
+    if loop is None:
+        loops = _loops(fn)
+        if loops is None:
+            slow = np.frompyfunc(getattr(math, fn), 1, 1)
+            return slow(source.astype(np.float64)).astype(source.dtype) if source.size else source.copy()
+        loop = loops[suffix]
     out = np.empty_like(source)
-    loop = loops[suffix]
     n = source.size
     if n < _SPLIT:
         loop(source.ctypes.data, out.ctypes.data, n)
