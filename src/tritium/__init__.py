@@ -28,7 +28,7 @@ def next_power_of_2(n: int) -> int:
 
 
 def __getattr__(name):
-    if name in ("testing", "compiler"):
+    if name in ("testing", "compiler", "ops"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

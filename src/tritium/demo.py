@@ -3,6 +3,7 @@ checked against torch and timed beside it; then two stories, the chain-rule trap
 kernel and an out-of-bounds access caught before it touches memory."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -30,14 +31,19 @@ def _bench(fn) -> float:
 
 
 def _max_error(outputs, references) -> float:
-    return max((o.detach().double() - r.detach().double()).abs().max().item() for o, r in zip(outputs, references))
+    """The largest ``max|ours - torch| / max|torch|`` over the output and the gradients."""
+    errors = []
+    for ours, theirs in zip(outputs, references):
+        ours, theirs = ours.detach().double(), theirs.detach().double()
+        errors.append((ours - theirs).abs().max().item() / max(theirs.abs().max().item(), 1e-30))
+    return max(errors)
 
 
 def _op_cases():
     """(name, size text, tritium function, torch function, input tensors) for each op."""
     import torch
 
-    import tritium.ops as ops
+    from tritium import ops
 
     F = torch.nn.functional
     g = torch.Generator().manual_seed(0)
@@ -93,11 +99,11 @@ def _ops_rows() -> None:
         grad = torch.randn(sample.shape, generator=torch.Generator().manual_seed(1)) if sample.dim() else None
         error = _max_error(_run_op(ours, inputs, grad), _run_op(theirs, inputs, grad))
         with torch.no_grad():
-            forward_ours = _bench(lambda: ours(*inputs))
-            forward_theirs = _bench(lambda: theirs(*inputs))
-        both_ours = _bench(lambda: _run_op(ours, inputs, grad))
-        both_theirs = _bench(lambda: _run_op(theirs, inputs, grad))
-        print(f"{name:<18}{size:<20}{error:>19.2e}{forward_ours:>9.1f}/{forward_theirs:<6.1f}"
+            forward_ours = _bench(functools.partial(ours, *inputs))
+            forward_theirs = _bench(functools.partial(theirs, *inputs))
+        both_ours = _bench(functools.partial(_run_op, ours, inputs, grad))
+        both_theirs = _bench(functools.partial(_run_op, theirs, inputs, grad))
+        print(f"{name:<18}{size:<20}{error:>16.1e}{forward_ours:>9.1f}/{forward_theirs:<6.1f}"
               f"{both_ours:>9.1f}/{both_theirs:<6.1f}")
 
 
@@ -106,8 +112,8 @@ def ops_table() -> None:
 
     from .ops.matmul import matmul_kernel
 
-    print(f"{'op':<18}{'size':<20}{'max |err| vs torch':>19}{'forward ms':>16}{'fwd+bwd ms':>16}")
-    print(f"{'':<18}{'':<20}{'(output, grads)':>19}{'tritium/torch':>16}{'tritium/torch':>16}")
+    print(f"{'op':<18}{'size':<20}{'error vs torch':>16}{'forward ms':>16}{'fwd+bwd ms':>16}")
+    print(f"{'':<18}{'':<20}{'(relative)':>16}{'tritium/torch':>16}{'tritium/torch':>16}")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the interpreter computes on one core: time torch on one too
     try:
@@ -120,7 +126,9 @@ def ops_table() -> None:
         tuning = (f"tile sizes autotuned ({len(matmul_kernel.configs_timings)} configs timed), saved to "
                   f"{os.path.join(_cache_dir(), 'autotune')} for the next run")
     print(f"(matmul: {tuning}; best {matmul_kernel.best_config.kwargs})")
-    print("(times: the fastest of a few calls, by triton.testing.do_bench; torch on one thread, as the interpreter)")
+    print("(error: max |tritium - torch| / max |torch| over the output and every input's gradient, with the same\n"
+          " non-uniform grad_output; times: the fastest of a few calls by triton.testing.do_bench, torch on one\n"
+          " thread as the interpreter is)")
 
 
 def _cache_dir() -> str:

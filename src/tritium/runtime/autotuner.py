@@ -261,6 +261,7 @@ class DiskCache:
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as f:
                     json.dump(record, f, indent=1, sort_keys=True)
+                os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is an ordinary file
                 os.replace(temporary, path)
             except BaseException:
                 os.unlink(temporary)
