@@ -163,26 +163,11 @@ def _lambda_kernel(x_ptr):
     tl.store(x_ptr, f(1.0))
 
 
-@triton.jit
-def _break_kernel(x_ptr, n):
-    for i in range(n):
-        tl.store(x_ptr + i, 1.0)
-        break  # ERR
-
-
-@triton.jit
-def _continue_kernel(x_ptr, n):
-    for i in range(n):
-        continue  # ERR
-
-
 @pytest.mark.parametrize("kernel,args,caret_at", [
     (_with_kernel, (), "with"),
     (_try_kernel, (), "try"),
     (_lambda_kernel, (), "lambda"),
-    (_break_kernel, (3,), "break"),
-    (_continue_kernel, (3,), "continue"),
-], ids=["with", "try", "lambda", "break", "continue"])
+], ids=["with", "try", "lambda"])  # break and continue are supported: tests/test_break_continue.py
 def test_unsupported_constructs(kernel, args, caret_at):
     x = torch.zeros(4)
     with pytest.raises(triton.CompilationError) as info:

@@ -21,6 +21,11 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
+def set_allocator(allocator) -> None:
+    """Accepted as in Triton, where device-side tensor descriptors (``tl.make_tensor_descriptor``)
+    need scratch memory from ``allocator``; tritium's need none."""
+
+
 def next_power_of_2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1)."""
     n = int(n)

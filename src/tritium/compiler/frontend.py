@@ -20,7 +20,9 @@ from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language import core as lcore
 from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
-from .control_flow import RETVAL, lower_early_returns
+from ..language.tensor_descriptor import tensor_descriptor_type
+from .aggregates import LEAF, Aggregate, describe_structure, flatten, is_composite
+from .control_flow import EXIT_FLAGS, RETVAL, lower_early_returns
 from .ir import types as T
 from .ir.builder import Builder
 from .ir.ops import Function, Location, Region
@@ -78,6 +80,24 @@ class _LoopSignal(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class _Result:
+    """The ``index``-th result of an op being built (a joined leaf)."""
+
+    index: int
+
+
+# How a loop treats one leaf of a carried value (see CodeGenerator._emit_loop); otherwise an IR type.
+_FIXED = "fixed"
+_NATURAL = "natural"
+
+
+def _initial_state(leaf):
+    if isinstance(leaf, tensor):
+        return leaf.type
+    return _NATURAL if _is_number(leaf) else _FIXED
+
+
 _BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.BitAnd: operator.and_,
@@ -111,6 +131,8 @@ def _is_static(value) -> bool:
         return False
     if isinstance(value, (tuple, list)):
         return all(_is_static(v) for v in value)
+    if isinstance(value, Aggregate):
+        return all(_is_static(v) for v in flatten(value)[0])
     return True
 
 
@@ -119,6 +141,33 @@ def _static(value):
     if isinstance(value, (tuple, list)):
         return type(value)(_static(v) for v in value)
     return unwrap(value)
+
+
+def _is_number(value) -> bool:
+    value = unwrap(value)
+    return isinstance(value, (bool, int, float)) and not isinstance(value, tensor)
+
+
+def _same_static(a, b) -> bool:
+    """Two compile-time values that are equal and of one type (so either may stand for both)."""
+    a, b = _static(a), _static(b)
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def _same_leaf(a, b) -> bool:
+    """The same value: one tensor (one IR value), or equal compile-time values."""
+    if a is b:
+        return True
+    if isinstance(a, tensor) or isinstance(b, tensor):
+        return isinstance(a, tensor) and isinstance(b, tensor) and a.handle is b.handle
+    if is_composite(a) or is_composite(b):
+        return False
+    return _same_static(a, b)
 
 
 def _assigned_names(statements) -> list[str]:
@@ -300,8 +349,11 @@ class CodeGenerator(ast.NodeVisitor):
         return then_scope, else_scope, then_region, else_region, then_ret, else_ret
 
     def _join(self, node, cond, then_scope, else_scope, then_region, else_region) -> None:
+        """Binds, after a run-time ``if``, the names both branches define. Values that differ become
+        results of an ``if`` op; tuples and aggregates (block pointers...) are joined leaf by leaf."""
         before = self.scope
-        names = []
+        joined = []  # (name, rebuild, leaves): a leaf is a value, or a _Result of the `if` op
+        then_values, else_values = [], []
         for name in list(then_scope) + [n for n in else_scope if n not in then_scope]:
             in_then, in_else = name in then_scope, name in else_scope
             if not (in_then and in_else):
@@ -309,49 +361,75 @@ class CodeGenerator(ast.NodeVisitor):
             a, b = then_scope[name], else_scope[name]
             if a is b:
                 continue
-            if _is_static(a) and _is_static(b):
-                same = False
-                try:
-                    same = bool(_static(a) == _static(b)) and type(_static(a)) is type(_static(b))
-                except Exception:
-                    same = False
-                if same:
-                    before[name] = a
-                    continue
-            names.append(name)
-        then_values, else_values = [], []
-        for name in names:
-            a, b = then_scope[name], else_scope[name]
-            a_static, b_static = _is_static(a), _is_static(b)
-            if isinstance(_static(a), tuple) or isinstance(_static(b), tuple):
-                raise self.error(node, f"`{name}` is a tuple assigned in a run-time `if`; this is not supported yet")
+            if _is_static(a) and _is_static(b) and _same_static(a, b):
+                before[name] = a
+                continue
             if name == RETVAL and (_static(a) is None) != (_static(b) is None):
                 # the branch that did not return never reads this value: any value of the type will do
                 if _static(a) is None:
                     with self.builder.insert_into(then_region):
-                        a, a_static = self._coerce(0, b.type), False
+                        a = self._placeholder_like(b)
                 else:
                     with self.builder.insert_into(else_region):
-                        b, b_static = self._coerce(0, a.type), False
-            with self.builder.insert_into(then_region):
-                if a_static:
-                    a = self.semantic.to_tensor(a, b.dtype if not b_static else None)
-            with self.builder.insert_into(else_region):
-                if b_static:
-                    b = self.semantic.to_tensor(b, a.dtype)
-            if a.type != b.type:
-                raise self.error(node, f"`{name}` has type {a.type} after the then-branch but {b.type} after the "
-                                 "else-branch; both branches must give it the same type",
-                                 f"convert one of them, e.g. {name} = {name}.to(tl.{_type_hint(a.type)})")
-            then_values.append(a)
-            else_values.append(b)
+                        b = self._placeholder_like(a)
+            a_leaves, rebuild, a_structure = flatten(a)
+            b_leaves, _, b_structure = flatten(b)
+            if a_structure != b_structure:
+                raise self.error(node, f"`{name}` is {describe_structure(a_structure)} after the then-branch but "
+                                 f"{describe_structure(b_structure)} after the else-branch; both branches must give "
+                                 "it the same kind of value")
+            leaves = []
+            for k, (x, y) in enumerate(zip(a_leaves, b_leaves)):
+                if _same_leaf(x, y):
+                    leaves.append(x)
+                    continue
+                what = f"`{name}`" if a_structure == LEAF else f"element {k} of `{name}`"
+                x, y = self._join_leaf(node, what, x, y, then_region, else_region)
+                leaves.append(_Result(len(then_values)))
+                then_values.append(x)
+                else_values.append(y)
+            joined.append((name, rebuild, leaves))
         with self.builder.insert_into(then_region):
             self.semantic._create("yield", then_values)
         with self.builder.insert_into(else_region):
             self.semantic._create("yield", else_values)
         op = self.semantic._create("if", [cond], [v.type for v in then_values], regions=[then_region, else_region])
-        for name, result in zip(names, op.results):
-            before[name] = tensor(result, result.type)
+        results = [tensor(r, r.type) for r in op.results]
+        for name, rebuild, leaves in joined:
+            before[name] = rebuild([results[leaf.index] if isinstance(leaf, _Result) else leaf for leaf in leaves])
+
+    def _join_leaf(self, node, what, a, b, then_region, else_region):
+        """The two branches' values of one leaf as tensors of one type (to be yielded)."""
+        a_static, b_static = _is_static(a), _is_static(b)
+        for value in (a, b):
+            if _is_static(value) and not _is_number(value):
+                raise self.error(node, f"{what} is {_static(a)!r} after the then-branch but {_static(b)!r} after "
+                                 "the else-branch; a value that is not a number or a tensor must be the same in "
+                                 "both branches of a run-time `if`")
+        with self.builder.insert_into(then_region):
+            if a_static:
+                a = self.semantic.to_tensor(a, b.dtype if not b_static else None)
+        with self.builder.insert_into(else_region):
+            if b_static:
+                b = self.semantic.to_tensor(b, a.dtype)
+        if a.type != b.type:
+            name = what.split("`")[1]
+            raise self.error(node, f"{what} has type {a.type} after the then-branch but {b.type} after the "
+                             "else-branch; both branches must give it the same type",
+                             f"convert one of them, e.g. {name} = {name}.to(tl.{_type_hint(a.type)})")
+        return a, b
+
+    def _placeholder_like(self, value):
+        """A value of ``value``'s kind and types (zeros), for a path that never reads it."""
+        leaves, rebuild, _ = flatten(value)
+        out = []
+        for leaf in leaves:
+            if isinstance(leaf, tensor):
+                zero = self.semantic.full(T.shape_of(leaf.type), 0, T.int64 if leaf.dtype.is_ptr() else leaf.dtype)
+                out.append(self.semantic.cast(zero, leaf.dtype) if leaf.dtype.is_ptr() else zero)
+            else:
+                out.append(leaf)
+        return rebuild(out)
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
@@ -395,9 +473,66 @@ class CodeGenerator(ast.NodeVisitor):
                 index_type = T.int64
         lb, ub, step = (self.semantic.cast(self.semantic.to_tensor(b), index_type) for b in bounds)
         carried = [n for n in _assigned_names(node.body) if n in self.scope and n != node.target.id]
-        self._emit_loop(node, carried, lambda types: self._for_body(node, types, index_type),
+        flags = getattr(node, EXIT_FLAGS, ())
+        if flags:
+            self._for_with_exit(node, carried, flags, lb, ub, step, iterable.step)
+            return
+        self._emit_loop(node, carried, lambda types, bind: self._for_body(node, types, index_type),
                         lambda region, inits: self.semantic._create(
                             "for", [lb, ub, step, *inits], [v.type for v in inits], regions=[region]))
+
+    def _for_with_exit(self, node, carried, flags, lb, ub, step, static_step):
+        """A run-time ``for`` that may ``break`` or ``return`` (see control_flow.py): a ``while`` over
+        a counter that stops when the counter reaches the bound or one of ``flags`` is set, so a
+        program that leaves the loop early stops iterating, while the others go on."""
+        counter, step_name = f"__for_counter{id(node)}__", f"__for_step{id(node)}__"
+        self.scope[counter], self.scope[step_name] = lb, step
+        step_value = _static(static_step) if _is_static(static_step) else None
+        sem = self.semantic
+        before_regions = []
+
+        def make_region(types, bind):
+            before = Region(types)
+            saved = dict(self.scope)
+            bind(before.args)
+            with self.builder.insert_into(before):
+                iv = self.scope[counter]
+                if step_value is not None:
+                    cond = sem.compare("lt" if step_value > 0 else "gt", iv, ub)
+                else:  # a step of 0 runs no iteration
+                    up = sem.logical("and", sem.compare("gt", step, 0), sem.compare("lt", iv, ub))
+                    down = sem.logical("and", sem.compare("lt", step, 0), sem.compare("gt", iv, ub))
+                    cond = sem.logical("or", up, down)
+                for flag in flags:
+                    value = self.scope.get(flag)
+                    if value is None or (_is_static(value) and not _static(value)):
+                        continue
+                    stop = sem.to_tensor(bool(_static(value))) if _is_static(value) else value
+                    cond = sem.logical("and", cond, sem.logical_not(stop))
+                sem._create("condition", [cond, *before.args])
+            self.scope = saved
+            body = Region(types)
+            before_regions.append(before)
+            return body, body.args, {}
+
+        def name(id_, ctx):
+            return ast.copy_location(ast.Name(id=id_, ctx=ctx), node)
+
+        prelude = [
+            ast.copy_location(ast.Assign(targets=[name(node.target.id, ast.Store())], value=name(counter, ast.Load())),
+                              node),
+            ast.copy_location(ast.Assign(targets=[name(counter, ast.Store())], value=ast.copy_location(
+                ast.BinOp(left=name(counter, ast.Load()), op=ast.Add(), right=name(step_name, ast.Load())), node)),
+                node),
+        ]
+        # "bounded": the counter ends the loop, so it is no spin wait, whatever its flags depend on
+        self._emit_loop(node, [counter] + carried, make_region,
+                        lambda region, inits: sem._create("while", inits, [v.type for v in inits],
+                                                          attrs={"bounded": True},
+                                                          regions=[before_regions[-1], region]),
+                        body=prelude + node.body)
+        self.scope.pop(counter, None)
+        self.scope.pop(step_name, None)
 
     def _static_for(self, node, iterable):
         if isinstance(iterable, lstd.static_range):
@@ -409,8 +544,16 @@ class CodeGenerator(ast.NodeVisitor):
             items = _static(iterable)
             if isinstance(iterable, (tuple, list)):
                 items = iterable
+        flags = getattr(node, EXIT_FLAGS, ())
         for item in items:
+            values = [self.scope[f] for f in flags if f in self.scope]
+            if any(_is_static(v) and _static(v) for v in values):
+                break  # a break (or return) that happened at compile time
             self._assign(node.target, _wrap(item), node)
+            if any(not _is_static(v) for v in values):
+                # some programs may have left the loop: run this iteration only in the others
+                self.visit(_guarded(node.body, flags, node))
+                continue
             self.visit_block(node.body)
             if self.returned:
                 break
@@ -419,59 +562,118 @@ class CodeGenerator(ast.NodeVisitor):
         region = Region([index_type] + carried_types)
         return region, region.args[1:], {node.target.id: tensor(region.args[0], index_type)}
 
-    def _emit_loop(self, node, carried, make_region, create_op, before_region=None):
-        """Shared by for and while: finds the carried values' types, builds the body, binds results."""
-        inits = [self.scope[n] for n in carried]
-        # Carried names holding compile-time values become run-time values of their natural type.
-        init_types = [self.semantic.to_tensor(v).type if not _is_static(v) else None for v in inits]
-        for attempt in builtins.range(3):
+    def _emit_loop(self, node, carried, make_region, create_op, body=None):
+        """Shared by for and while: finds the carried values' types, builds the body, binds results.
+
+        Each carried name is taken apart into leaves (``aggregates.flatten``: a tuple's elements, a
+        block pointer's base, shape, strides and offsets). A leaf is either carried (a region
+        argument of some IR type) or fixed (the body sees its value from before the loop). The
+        body is built, and built again while some leaf's treatment has to change: a compile-time
+        number assigned a run-time value becomes carried (with the type it ends the body with), a
+        carried leaf the body leaves as it found it becomes fixed, so that a block pointer moved
+        by ``tl.advance`` carries only its offsets.
+
+        ``make_region(types, bind)`` returns (body region, its carried arguments, extra names to
+        bind in the body); ``bind(values)`` sets the carried names from values of ``types`` (the
+        while loop uses it for its condition region). ``body`` replaces ``node.body``.
+        """
+        statements = node.body if body is None else body
+        initial = {name: self.scope[name] for name in carried}
+        # per leaf: FIXED, NATURAL (a number carried with its own type), or the IR type it is carried as
+        states = {name: [_initial_state(leaf) for leaf in flatten(value)[0]] for name, value in initial.items()}
+        pending: dict[str, Any] = {}  # name -> a value whose kind the name takes (a returned value)
+        for attempt in builtins.range(8):
+            for name, value in pending.items():
+                initial[name] = self._placeholder_like(value)
+                states[name] = [_initial_state(leaf) for leaf in flatten(initial[name])[0]]
+            pending = {}
+            flats = {name: flatten(value) for name, value in initial.items()}
+            slots = [(name, k) for name in carried for k, state in enumerate(states[name]) if state is not _FIXED]
             # materialise the initial values in the enclosing region, with the types settled so far
             init_tensors = []
-            for value, ty in zip(inits, init_types):
-                if isinstance(_static(value), tuple):
-                    raise self.error(node, "tuples carried through run-time loops are not supported yet")
-                init_tensors.append(self._coerce(value, ty))
+            for name, k in slots:
+                state = states[name][k]
+                init_tensors.append(self._coerce(flats[name][0][k], None if state is _NATURAL else state))
             types = [t.type for t in init_tensors]
-            region, args, extra = make_region(types)
+
+            def bind(values, flats=flats, slots=slots):
+                leaves = {name: list(flats[name][0]) for name in carried}
+                for (name, k), value in zip(slots, values):
+                    leaves[name][k] = tensor(value, value.type)
+                for name in carried:
+                    self.scope[name] = flats[name][1](leaves[name])
+
+            region, args, extra = make_region(types, bind)
             saved_scope = dict(self.scope)
             static_mark = len(self.semantic.static_output)
-            for name, arg in zip(carried, args):
-                self.scope[name] = tensor(arg, arg.type)
+            bind(args)
             self.scope.update(extra)
+            arg_of = {slot: arg for slot, arg in zip(slots, args)}
+            retry = False
             self.loop_depth += 1
             try:
                 with self.builder.insert_into(region):
-                    self.visit_block(node.body)
-                    outs = [self.scope[n] for n in carried]
+                    self.visit_block(statements)
                     out_tensors = []
-                    retry = False
-                    for i, (name, out) in enumerate(zip(carried, outs)):
-                        out = self.semantic.to_tensor(out) if not isinstance(out, tensor) else out
-                        if out.type != types[i]:
-                            if _is_static(inits[i]) and attempt < 2:
-                                init_types[i] = out.type
-                                retry = True
-                                continue
-                            raise self.error(node, f"loop-carried `{name}` enters the loop as {types[i]} but is "
-                                             f"{out.type} at the end of the body; a value must keep its type "
-                                             "across iterations",
-                                             f"give `{name}` its final type before the loop (e.g. tl.zeros(..., dtype))")
-                        out_tensors.append(out)
+                    for name in carried:
+                        out = self.scope[name]
+                        out_leaves, _, out_structure = flatten(out)
+                        if name == RETVAL and _static(initial[name]) is None and _static(out) is not None:
+                            pending[name] = out  # a return inside the loop: carry a value of its kind
+                            retry = True
+                            continue
+                        if out_structure != flats[name][2]:
+                            raise self.error(node, f"loop-carried `{name}` enters the loop as "
+                                             f"{describe_structure(flats[name][2])} but is "
+                                             f"{describe_structure(out_structure)} at the end of the body")
+                        for k, out_leaf in enumerate(out_leaves):
+                            retry |= self._settle_leaf(node, name, k, out_leaf, flats[name][0][k], states[name],
+                                                       arg_of.get((name, k)), out_tensors, attempt)
                     if not retry:
                         self.semantic._create("yield", out_tensors)
             finally:
                 self.loop_depth -= 1
-            if retry:
-                self.scope = saved_scope
-                del self.semantic.static_output[static_mark:]
-                # drop the constants materialised for this attempt: they are dead and DCE removes them
-                continue
             self.scope = saved_scope
+            if retry:
+                # the constants materialised for this attempt are dead: DCE removes them
+                del self.semantic.static_output[static_mark:]
+                continue
             op = create_op(region, init_tensors)
-            for name, result in zip(carried, op.results):
-                self.scope[name] = tensor(result, result.type)
+            bind(op.results)
             return
         raise self.error(node, "could not settle the types of the loop-carried values")
+
+    def _settle_leaf(self, node, name, k, out, init, states, arg, out_tensors, attempt) -> bool:
+        """Checks one leaf of a carried name at the end of the body; appends what it yields to
+        ``out_tensors``. Returns True when the body must be built again with ``states`` changed."""
+        state = states[k]
+        if state is _FIXED:
+            if _same_leaf(out, init):
+                return False
+            if isinstance(init, tensor) or _is_number(init):
+                states[k] = init.type if isinstance(init, tensor) else _NATURAL
+                return True
+            raise self.error(node, f"`{name}` is {_static(init)!r} before the loop but changes inside it; only "
+                             "numbers and tensors can change from one iteration to the next",
+                             f"give `{name}` a value of its final kind before the loop")
+        if isinstance(out, tensor) and out.handle is arg:
+            states[k] = _FIXED  # the body leaves it as it found it: no need to carry it
+            return True
+        if not isinstance(init, tensor) and _is_static(out) and _same_leaf(out, init):
+            states[k] = _FIXED
+            return True
+        out = self.semantic.to_tensor(out)
+        if out.type != arg.type:
+            if not isinstance(init, tensor) and attempt < 6:
+                states[k] = out.type
+                return True
+            what = f"`{name}`" if len(states) == 1 and not is_composite(init) else f"`{name}` (part {k})"
+            raise self.error(node, f"loop-carried {what} enters the loop as {arg.type} but is "
+                             f"{out.type} at the end of the body; a value must keep its type "
+                             "across iterations",
+                             f"give `{name}` its final type before the loop (e.g. tl.zeros(..., dtype))")
+        out_tensors.append(out)
+        return False
 
     def _coerce(self, value, ty) -> tensor:
         """``value`` as a tensor of type ``ty`` (its natural type when ``ty`` is None)."""
@@ -491,11 +693,10 @@ class CodeGenerator(ast.NodeVisitor):
         carried = [n for n in _assigned_names(node.body) if n in self.scope]
         before_regions = []  # this loop's own: a nested while builds its regions in between
 
-        def make_region(types):
+        def make_region(types, bind):
             before = Region(types)
             saved = dict(self.scope)
-            for name, arg in zip(carried, before.args):
-                self.scope[name] = tensor(arg, arg.type)
+            bind(before.args)
             with self.builder.insert_into(before):
                 cond = self.visit(node.test)
                 if _is_static(cond):
@@ -584,6 +785,10 @@ class CodeGenerator(ast.NodeVisitor):
         try:
             result = getattr(target, node.attr)
         except AttributeError:
+            if node.attr == "dtype" and isinstance(target, (bool, int, float)):
+                # Triton makes a tensor of a number assigned to a variable: `v = 1; v.dtype` is int32
+                from .promotion import python_scalar_type
+                return python_scalar_type(target)
             raise self.error(node, f"{_describe(target)} has no attribute '{node.attr}'") from None
         return _wrap(result) if isinstance(result, (bool, int, float, str)) else result
 
@@ -694,6 +899,9 @@ class CodeGenerator(ast.NodeVisitor):
             return _wrap(target(*args, **kwargs))
         if callable(target) and getattr(target, "__qualname__", "").startswith("tensor.__getattr__"):
             return _wrap(target(*args, **kwargs))
+        if target in (builtins.isinstance, builtins.type, builtins.len, builtins.hasattr) and not kwargs:
+            # questions about a value's kind are answered at compile time, run-time value or not
+            return _wrap(target(*[_static(a) for a in args]))
         if all(_is_static(a) for a in args) and all(_is_static(v) for v in kwargs.values()) and (
                 target in _STATIC_BUILTINS or not _is_kernel_language(target)):
             return _wrap(target(*[_static(a) for a in args], **{k: _static(v) for k, v in kwargs.items()}))
@@ -735,6 +943,14 @@ class CodeGenerator(ast.NodeVisitor):
         return callee.return_value
 
 
+def _guarded(statements, flags, like) -> ast.If:
+    """``if not (flag or flag ...): statements``."""
+    names = [ast.copy_location(ast.Name(id=f, ctx=ast.Load()), like) for f in flags]
+    any_set = names[0] if len(names) == 1 else ast.copy_location(ast.BoolOp(op=ast.Or(), values=names), like)
+    test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=any_set), like)
+    return ast.copy_location(ast.If(test=test, body=list(statements), orelse=[]), like)
+
+
 def _is_kernel_language(fn) -> bool:
     module = getattr(fn, "__module__", "") or ""
     return module.startswith("tritium.language")
@@ -758,16 +974,27 @@ def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]
     Returns the function and the text static_print produced.
     """
     parsed = jit_fn.parsed
-    runtime_names = [p.name for p in parsed.params if not isinstance(arg_specs[p.name], constexpr)]
-    body = Region([arg_specs[n] for n in runtime_names])
-    fn = Function(parsed.name, runtime_names, body, parsed.location(parsed.tree),
+    # IR parameters: one per run-time argument; a tensor descriptor is passed as several scalars
+    ir_args: list[tuple[str, Any]] = []
+    for p in parsed.params:
+        spec = arg_specs[p.name]
+        if isinstance(spec, tensor_descriptor_type):
+            ir_args.extend(spec.ir_arguments(p.name))
+        elif not isinstance(spec, constexpr):
+            ir_args.append((p.name, spec))
+    body = Region([ty for _, ty in ir_args])
+    fn = Function(parsed.name, [name for name, _ in ir_args], body, parsed.location(parsed.tree),
                   {n: v.value for n, v in arg_specs.items() if isinstance(v, constexpr)})
     builder = Builder()
     scope: dict[str, Any] = {}
     args = iter(body.args)
     for p in parsed.params:
         spec = arg_specs[p.name]
-        scope[p.name] = spec if isinstance(spec, constexpr) else tensor(next(args), spec)
+        if isinstance(spec, tensor_descriptor_type):
+            values = [next(args) for _ in spec.ir_arguments(p.name)]
+            scope[p.name] = spec.build([tensor(v, v.type) for v in values])
+        else:
+            scope[p.name] = spec if isinstance(spec, constexpr) else tensor(next(args), spec)
     semantic = Semantic(builder)
     generator = CodeGenerator(parsed, semantic, scope)
     semantic.call_jit = generator.call_jit

@@ -23,6 +23,8 @@ from .standard import (  # noqa: F401
 from .standard import (  # noqa: F401
     cat, flip, gather, histogram, inline_asm_elementwise, interleave, join, sort, split, swizzle2d,
 )
+from .block_pointer import advance, make_block_ptr  # noqa: F401
+from .tensor_descriptor import make_tensor_descriptor, tensor_descriptor, tensor_descriptor_type  # noqa: F401
 from . import random  # noqa: F401
 from .random import (  # noqa: F401
     pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x,
@@ -43,7 +45,7 @@ def _tensor_member_functions():
 
     names = ["sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "reshape", "view",
              "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
-             "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave"]
+             "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave", "cast"]
     table = {name: getattr(standard, name) for name in names}
     for name in ["exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil", "abs",
                  "fma", "sqrt_rn", "umulhi"]:

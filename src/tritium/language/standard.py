@@ -9,6 +9,7 @@ import enum
 
 from ..compiler.ir import types as T
 from .core import builtin, constexpr, tensor, unwrap, _semantic
+from . import block_pointer as _block_pointer
 from . import math as _math
 
 
@@ -63,17 +64,31 @@ def full_like(input, value):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
-    """Loads the elements ``pointer`` points to; lanes where ``mask`` is false take ``other``."""
+    """Loads the elements ``pointer`` points to; lanes where ``mask`` is false take ``other``.
+    Through a block pointer, ``boundary_check`` lists the dimensions to mask and
+    ``padding_option`` ("zero" or "nan") what masked lanes read (see block_pointer.py)."""
+    if isinstance(pointer, _block_pointer.BlockPointer):
+        if unwrap(mask) is not None or unwrap(other) is not None:
+            raise ValueError("mask and other cannot be given when loading through a block pointer; "
+                             "use boundary_check=(dims...) and padding_option='zero' or 'nan'")
+        return _block_pointer.load_block(pointer, boundary_check, padding_option)
     if unwrap(boundary_check) or unwrap(padding_option):
-        raise NotImplementedError("block pointers (boundary_check, padding_option) are not supported yet")
+        raise ValueError("boundary_check and padding_option apply to block pointers (tl.make_block_ptr) only; "
+                         "with a tensor of pointers, pass mask= and other=")
     return _semantic().load(pointer, unwrap(mask) if not isinstance(mask, tensor) else mask, other)
 
 
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    """Stores ``value`` where ``pointer`` points, in lanes where ``mask`` is true."""
+    """Stores ``value`` where ``pointer`` points, in lanes where ``mask`` is true. Through a block
+    pointer, ``boundary_check`` lists the dimensions whose out-of-bounds lanes are not written."""
+    if isinstance(pointer, _block_pointer.BlockPointer):
+        if unwrap(mask) is not None:
+            raise ValueError("mask cannot be given when storing through a block pointer; use boundary_check=(dims...)")
+        return _block_pointer.store_block(pointer, value, boundary_check)
     if unwrap(boundary_check):
-        raise NotImplementedError("block pointers (boundary_check) are not supported yet")
+        raise ValueError("boundary_check applies to block pointers (tl.make_block_ptr) only; "
+                         "with a tensor of pointers, pass mask=")
     return _semantic().store(pointer, value, mask)
 
 

@@ -112,9 +112,56 @@ def specialize(value, allow_constant_one: bool = True) -> tuple[tuple, Any]:
     if isinstance(value, (float, np.floating)):
         ty = T.float32 if isinstance(value, float) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
         return (ty.name,), ty
+    if _is_tensor_descriptor(value):
+        return _specialize_descriptor(value)
     view = tensor_view(value)
     if view is not None:
         return ("ptr", view.dtype.name, view.address % 16 == 0), T.pointer_type(view.dtype)
     if isinstance(value, T.dtype):
         return ("dtype", value.name), constexpr(value)
     raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected a tensor, a number, or None")
+
+
+# tensor descriptors ------------------------------------------------------------------------------
+def _is_tensor_descriptor(value) -> bool:
+    from ..tools.tensor_descriptor import TensorDescriptor
+
+    return isinstance(value, TensorDescriptor)
+
+
+def _specialize_descriptor(desc) -> tuple[tuple, Any]:
+    """A host TensorDescriptor: the kernel is specialized for its element type, block shape and
+    padding; its base, shape and strides are passed at run time (see ``expand_descriptors``)."""
+    from ..language.tensor_descriptor import tensor_descriptor_type
+
+    view = tensor_view(desc.base)
+    if view is None:
+        raise LaunchError(f"a TensorDescriptor's base must be a tensor, got a {type(desc.base).__name__}")
+    if desc.padding == "nan" and not view.dtype.is_floating():
+        raise LaunchError(f"a TensorDescriptor with padding='nan' needs a floating-point tensor, got {view.dtype}")
+    for extent in desc.shape:
+        if not 0 <= extent < 2**31:
+            raise LaunchError(f"a TensorDescriptor's shape must fit in int32, got {list(desc.shape)}")
+    spec = tensor_descriptor_type(view.dtype, tuple(desc.block_shape), desc.padding)
+    return ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding), spec
+
+
+def expand_descriptors(specs: dict, values: dict) -> tuple[dict, dict]:
+    """``specs`` and ``values`` (parameter name -> spec, value) with each tensor-descriptor
+    argument's parts added under the names of their IR parameters (``name.base``, ``name.shape0``...)."""
+    from ..language.tensor_descriptor import tensor_descriptor_type
+
+    names = [n for n, spec in specs.items() if isinstance(spec, tensor_descriptor_type)]
+    if not names:
+        return specs, values
+    specs, values = dict(specs), dict(values)
+    for name in names:
+        desc = values[name]
+        if not _is_tensor_descriptor(desc):
+            raise LaunchError(f"argument '{name}' was compiled as a tensor descriptor, but a "
+                              f"{type(desc).__name__} was passed")
+        parts = [desc.base, *desc.shape, *desc.strides[:-1]]
+        for (part_name, ty), part in zip(specs[name].ir_arguments(name), parts):
+            specs[part_name] = ty
+            values[part_name] = part
+    return specs, values

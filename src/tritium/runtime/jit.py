@@ -14,7 +14,7 @@ from ..compiler.frontend import is_constexpr_annotation, parse_function
 from ..compiler.ir import types as T
 from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
-from .arguments import specialize, tensor_view
+from .arguments import expand_descriptors, specialize, tensor_view
 
 # Launch options Triton accepts; they shape GPU code and are recorded but do not change results here.
 # The last line holds the HIP backend's options, which autotune configs written for AMD GPUs carry.
@@ -96,7 +96,8 @@ class CompiledKernel:
             raise LaunchError(f"compiled kernel {self.name} was not made by a JITFunction and cannot be launched")
         debug = kwargs.get("debug") if "debug" not in self.fn.arg_names else None
         kwargs = {k: v for k, v in kwargs.items() if k != "stream" and k not in LAUNCH_OPTIONS}
-        runtime_names = list(self.ir.arg_names)
+        runtime_names = ([n for n in self.fn.arg_names if not isinstance(self.specs.get(n), constexpr)]
+                         if self.specs else list(self.ir.arg_names))
         given = len(args) + len(kwargs)
         if given == len(runtime_names) and given != len(self.fn.arg_names):
             values = dict(zip(runtime_names, args))
@@ -138,8 +139,9 @@ class CompiledKernel:
         ``debug``: the interpreter's debug mode for this launch (``config.debug_mode``); None takes
         ``@jit(debug=...)``, and when that is None too, ``TRITIUM_DEBUG``."""
         runtime_args = []
+        specs, values = expand_descriptors(self.specs, values)
         for name in self.ir.arg_names:
-            ty = self.specs[name]
+            ty = specs[name]
             value = values[name]
             if isinstance(value, constexpr):
                 value = value.value
@@ -212,6 +214,46 @@ class KernelInterface:
         return functools.partial(self.run, grid=grid)
 
 
+_EXEC_SOURCES = 0
+
+
+def _register_exec_source(fn) -> str:
+    """The source of a function defined by ``exec(src)`` (as Triton's test suite does to patch kernels),
+    found among the string locals of the frame that called ``exec``; registered in ``linecache`` under a
+    file name of its own so that ``inspect`` (and error carets) can read it later. "" when not found."""
+    import ast
+    import linecache
+
+    global _EXEC_SOURCES
+    code = getattr(fn, "__code__", None)
+    if code is None or not code.co_filename.startswith("<"):
+        return ""
+    frame, needle = sys._getframe(1), f"def {fn.__name__}("
+    for _ in range(12):
+        if frame is None:
+            return ""
+        if frame.f_code.co_filename == code.co_filename and frame.f_back is not None:
+            for value in list(frame.f_back.f_locals.values()):
+                if not isinstance(value, str) or needle not in value:
+                    continue
+                try:
+                    tree = ast.parse(value)
+                except SyntaxError:
+                    continue
+                lines = value.splitlines(keepends=True)
+                for node in ast.walk(tree):
+                    if (isinstance(node, ast.FunctionDef) and node.name == fn.__name__ and code.co_firstlineno
+                            == min([d.lineno for d in node.decorator_list], default=node.lineno)):
+                        _EXEC_SOURCES += 1
+                        filename = f"<tritium-exec-{_EXEC_SOURCES}>"
+                        linecache.cache[filename] = (len(value), None, lines, filename)
+                        fn.__code__ = code.replace(co_filename=filename)
+                        return inspect.getsource(fn)
+            return ""
+        frame = frame.f_back
+    return ""
+
+
 class JITFunction(KernelInterface):
     """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``."""
 
@@ -238,7 +280,7 @@ class JITFunction(KernelInterface):
         try:
             self.src = inspect.getsource(fn)
         except (OSError, TypeError):
-            self.src = ""
+            self.src = _register_exec_source(fn)
 
     @property
     def parsed(self):

@@ -62,13 +62,14 @@ def needs_program_order(fn: Function) -> bool:
     """True when programs may talk to each other through memory, so they must run one at a time.
 
     That is: an atomic whose result the kernel uses (a lock, a ticket, a counter that steers the
-    program), or a while loop whose condition depends on memory it reads (a spin wait).
+    program), or a while loop whose condition depends on memory it reads (a spin wait). A loop marked
+    ``bounded`` (a ``for`` with ``break``, which the frontend makes a while loop) is no spin wait.
     """
     used = {v.id for op in fn.walk() for v in op.operands}
     for op in fn.walk():
         if op.opcode in ("atomic_rmw", "atomic_cas") and op.result.id in used:
             return True
-        if op.opcode == "while" and _spins_on_memory(op):
+        if op.opcode == "while" and not op.attrs.get("bounded") and _spins_on_memory(op):
             return True
     return False
 

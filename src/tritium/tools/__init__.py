@@ -1,0 +1,1 @@
+"""Host-side helpers, named as in ``triton.tools`` (``tensor_descriptor.TensorDescriptor``)."""
