@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 
@@ -10,11 +11,14 @@ def _run(args) -> int:
     """``tritium run script.py args`` / ``tritium run -m module args``, like ``python``, with
     ``import triton`` resolving to tritium."""
     import importlib.util
-    import os
 
     from . import compat
 
     compat.install()
+    # Child pytest processes (pytest-xdist workers) load this plugin, which installs the same redirect.
+    plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p]
+    if "tritium.pytest_plugin" not in plugins:
+        os.environ["PYTEST_PLUGINS"] = ",".join(plugins + ["tritium.pytest_plugin"])
     if args.module:
         # As ``python -m``: the current directory comes first on the path, and argv[0] becomes the
         # module's file (runpy sets it).

@@ -68,7 +68,7 @@ def computation_type(a: T.dtype, a_weak: bool, b: T.dtype, b_weak: bool, div_or_
         raise PromotionError(f"unexpected types {a} and {b}")
     if div_or_mod and _is_unsigned(a) != _is_unsigned(b):
         raise PromotionError(
-            f"cannot use /, // or % with {a} and {b} because they have different signedness; "
+            f"Cannot use /, // or % with {a} and {b} because they have different signedness; "
             "cast them to the same signedness"
         )
     return integer_promote(a, b)

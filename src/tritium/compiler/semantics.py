@@ -394,15 +394,24 @@ class Semantic:
         return self._emit("mod", [a, b], a.type)
 
     def bitwise(self, kind: str, a, b) -> tensor:
+        operand_types = [getattr(v, "dtype", type(v).__name__) for v in (a, b)]
         a, b = self._promote(a, b)
         if not a.dtype.is_int():
-            raise TypeError(f"bitwise {kind} is defined for integer and boolean values only, got {a.dtype}")
+            raise TypeError(f"invalid operands of type {operand_types[0]} and {operand_types[1]}: bitwise {kind} "
+                            f"is defined for integer and boolean values only, got {a.dtype}")
         return self._emit(kind, [a, b], a.type)
 
     def shift(self, kind: str, a, b) -> tensor:
+        # As in Triton, >> is arithmetic when the left operand is signed and logical when it is unsigned,
+        # whatever type the operands promote to (int8 >> uint8 shifts the uint8 bits arithmetically).
+        left_signed = not isinstance(a, tensor) or (a.dtype.is_int_signed() and not a.dtype.is_bool())
         a, b = self._promote(a, b)
         if not a.dtype.is_int() or a.dtype.is_bool():
             raise TypeError(f"shifts are defined for integers only, got {a.dtype}")
+        if kind == "shr" and a.dtype.is_int_signed() != left_signed:
+            as_type = T.dtype(("int" if left_signed else "uint") + str(a.dtype.primitive_bitwidth))
+            a_as, b_as = self.cast(a, as_type), self.cast(b, as_type)
+            return self.cast(self._emit(kind, [a_as, b_as], a_as.type), a.dtype)
         return self._emit(kind, [a, b], a.type)
 
     def logical(self, kind: str, a, b) -> tensor:

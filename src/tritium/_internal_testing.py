@@ -1,0 +1,187 @@
+"""Helpers that Triton's own test suite imports as ``triton._internal_testing``.
+
+Written for tritium from the names and documented behaviour of Triton's module: dtype name lists,
+random test data (``numpy_random``), host <-> kernel conversions (``to_triton``, ``to_numpy``) and
+the backend predicates. tritium runs kernels on the CPU with its interpreter, so ``is_interpreter()``
+is True and every GPU predicate is False.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+int_dtypes = ["int8", "int16", "int32", "int64"]
+uint_dtypes = ["uint8", "uint16", "uint32", "uint64"]
+integral_dtypes = int_dtypes + uint_dtypes
+float_dtypes = ["float16", "float32", "float64"]
+float_dtypes_with_bfloat16 = float_dtypes + ["bfloat16"]
+dtypes = integral_dtypes + float_dtypes
+dtypes_with_bfloat16 = dtypes + ["bfloat16"]
+torch_float8_dtypes = ["float8_e4m3fn", "float8_e5m2"]
+torch_dtypes = ["bool"] + int_dtypes + ["uint8"] + float_dtypes + ["bfloat16"]
+tma_dtypes = sorted(set(dtypes_with_bfloat16) - {"int64", "uint64", "float64"})
+
+
+def is_interpreter() -> bool:
+    return True
+
+
+def get_current_target():
+    from .runtime.driver import driver
+    return driver.active.get_current_target()
+
+
+def is_cuda() -> bool:
+    return False
+
+
+def is_hip() -> bool:
+    return False
+
+
+def is_xpu() -> bool:
+    return False
+
+
+def is_hopper() -> bool:
+    return False
+
+
+def is_hopper_or_newer() -> bool:
+    return False
+
+
+def is_blackwell() -> bool:
+    return False
+
+
+def is_sm12x() -> bool:
+    return False
+
+
+def is_ampere_or_newer() -> bool:
+    return False
+
+
+def is_hip_cdna() -> bool:
+    return False
+
+
+def is_hip_cdna2() -> bool:
+    return False
+
+
+def is_hip_cdna3() -> bool:
+    return False
+
+
+def is_hip_cdna4() -> bool:
+    return False
+
+
+def is_hip_rdna3() -> bool:
+    return False
+
+
+def is_hip_rdna4() -> bool:
+    return False
+
+
+def is_hip_gfx11() -> bool:
+    return False
+
+
+def is_hip_gfx12() -> bool:
+    return False
+
+
+def get_arch() -> str:
+    return ""
+
+
+def supports_tma(byval_only: bool = False) -> bool:
+    return False
+
+
+def supports_ws() -> bool:
+    return False
+
+
+def requires_tma(fn):
+    import pytest
+    return pytest.mark.skip(reason="Requires TMA support")(fn)
+
+
+def str_to_triton_dtype(name: str):
+    """The tl dtype named by a test's dtype string ('int32', 'bfloat16', 'float8_e4m3fn', 'bool'...)."""
+    from . import language as tl
+    aliases = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+    return getattr(tl, aliases.get(name, name))
+
+
+def torch_dtype_name(dtype) -> str:
+    """'torch.float32' -> 'float32' (also accepts tl dtypes and numpy dtypes)."""
+    text = str(dtype)
+    return text.split(".")[-1]
+
+
+def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
+    """Random test data of the named dtype. Integers are drawn from [low, high) within the dtype's range
+    and never 0 (so they divide safely); floats are standard normal; 'bfloat16' gives float32 values
+    exactly representable in bfloat16; 'bool' gives a boolean mask; float8 names give small int8 codes."""
+    if isinstance(shape, int):
+        shape = (shape, )
+    if rs is None:
+        rs = np.random.RandomState(seed=17)
+    if dtype_str in integral_dtypes:
+        info = np.iinfo(getattr(np, dtype_str))
+        low = info.min if low is None else max(low, info.min)
+        high = info.max if high is None else min(high, info.max)
+        x = rs.randint(low, high, shape, dtype=getattr(np, dtype_str))
+        x[x == 0] = 1
+        return x
+    if dtype_str and "float8" in dtype_str:
+        return rs.randint(20, 40, shape, dtype=np.int8)
+    if dtype_str in float_dtypes:
+        return rs.normal(0, 1, shape).astype(dtype_str)
+    if dtype_str == "bfloat16":
+        bits = rs.normal(0, 1, shape).astype("float32").view("uint32") & np.uint32(0xFFFF0000)
+        return bits.view("float32")
+    if dtype_str in ("bool", "int1", "bool_"):
+        return rs.normal(0, 1, shape) > 0.0
+    raise RuntimeError(f"Unknown dtype {dtype_str}")
+
+
+def to_triton(x: np.ndarray, device="cpu", dst_type=None):
+    """A torch tensor on ``device`` holding ``x``, converted to ``dst_type`` when given."""
+    import torch
+    t = x.dtype.name
+    if dst_type is None:
+        dst_type = t
+    if dst_type == "bfloat16":
+        if t == "float32":
+            bits = (x.view("uint32") >> 16).astype("uint16").view("int16")
+            return torch.from_numpy(np.ascontiguousarray(bits)).view(torch.bfloat16).to(device)
+        return torch.tensor(x, device=device).to(torch.bfloat16)
+    if dst_type in ("float8_e4m3fn", "float8_e5m2", "float8e4nv", "float8e5"):
+        target = {"float8e4nv": "float8_e4m3fn", "float8e5": "float8_e5m2"}.get(dst_type, dst_type)
+        return torch.from_numpy(np.ascontiguousarray(x)).to(device).view(getattr(torch, target))
+    if dst_type != t and dst_type in dtypes:
+        x = x.astype(getattr(np, dst_type), order="K")
+    if any(s < 0 for s in x.strides) or not x.flags.aligned:
+        x = np.ascontiguousarray(x)
+    # a copy that keeps the array's strides (tests rely on a transposed array staying transposed)
+    return torch.from_numpy(x).clone().to(device)
+
+
+def to_numpy(x):
+    """A numpy array holding the values of a torch tensor (bfloat16 widened to float32)."""
+    import torch
+    if isinstance(x, torch.Tensor):
+        if x.dtype == torch.bfloat16:
+            return x.cpu().float().numpy()
+        if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            return x.cpu().view(torch.int8).numpy()
+        return x.cpu().numpy()
+    if isinstance(x, np.ndarray):
+        return x
+    raise ValueError(f"Not a triton-compatible tensor: {x}")
