@@ -877,6 +877,10 @@ class CodeGenerator(ast.NodeVisitor):
             return self.call_jit(target, args, kwargs)
         if lcore.is_builtin(target):
             return _wrap(target(*args, **kwargs))
+        if target is constexpr:
+            if len(args) != 1 or not _is_static(args[0]):
+                raise self.error(node, "tl.constexpr(...) takes one compile-time value")
+            return constexpr(_static(args[0]))
         if target in (builtins.min, builtins.max):
             if all(_is_static(a) for a in args) and not kwargs:
                 return _wrap(target(*[_static(a) for a in args]))

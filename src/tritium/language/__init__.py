@@ -33,6 +33,7 @@ from .random import (  # noqa: F401
 from . import extra  # noqa: F401
 
 bool_ = int1
+pi32_t = pointer_type(int32)
 float8e4b15 = None  # not supported yet: no faithful numpy storage type
 void = None
 

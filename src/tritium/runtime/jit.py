@@ -130,7 +130,7 @@ class CompiledKernel:
         try:
             self.launch(_normalize_grid(grid, meta), values, debug=debug)
         except TritonError as error:
-            raise error.with_traceback(None) from None
+            raise _without_internal_frames(error) from error.__cause__
         return self
 
     def launch(self, grid3, values: dict, debug=None) -> None:
@@ -172,6 +172,14 @@ def _same_constant(a, b) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+def _without_internal_frames(error: BaseException) -> BaseException:
+    """The user's mistake is in their kernel or call, not in tritium's frames: drop those frames,
+    from the error and from the error it wraps (kept as ``__cause__``, as Triton keeps it)."""
+    if error.__cause__ is not None:
+        error.__cause__.with_traceback(None)
+    return error.with_traceback(None)
 
 
 def _parse_type(text: str):
@@ -382,8 +390,7 @@ class JITFunction(KernelInterface):
         try:
             return self._run(args, grid, kwargs)
         except TritonError as error:
-            # The user's mistake is in their kernel or call, not in tritium's frames: show it alone.
-            raise error.with_traceback(None) from None
+            raise _without_internal_frames(error) from error.__cause__
 
     def _run(self, args, grid, kwargs):
         backend = config.backend_name()
