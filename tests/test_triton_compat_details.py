@@ -34,3 +34,17 @@ def test_compilation_error_keeps_the_original_error_as_its_cause():
     assert isinstance(info.value.__cause__, ValueError)
     assert "Expected dtype ['fp32', 'fp64'] but got fp16" in str(info.value.__cause__)
     assert info.value.__cause__.__traceback__ is None  # tritium's own frames are not shown
+
+
+@triton.jit
+def expand_many(out_ptr):
+    x = tl.arange(0, 4)
+    y = tl.expand_dims(x, (-4, 2, -1))  # negative axes count from the end of the rank-4 result
+    tl.static_assert(y.shape[0] == 1 and y.shape[1] == 4 and y.shape[2] == 1 and y.shape[3] == 1)
+    tl.store(out_ptr + tl.reshape(y, (4,)) * 0 + tl.arange(0, 4), tl.reshape(y, (4,)))
+
+
+def test_expand_dims_with_several_axes_numbers_them_in_the_result():
+    out = torch.zeros(4, dtype=torch.int32)
+    expand_many[(1,)](out)
+    assert out.tolist() == [0, 1, 2, 3]

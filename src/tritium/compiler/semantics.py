@@ -126,7 +126,7 @@ class Semantic:
     def program_id(self, axis) -> tensor:
         axis = unwrap(axis)
         if axis not in (0, 1, 2):
-            raise ValueError(f"program_id axis must be 0, 1 or 2, got {axis}")
+            raise ValueError(f"program_id axis must be 0, 1, or 2 but got {axis}")
         return self._emit("program_id", [], T.int32, {"axis": axis})
 
     def num_programs(self, axis) -> tensor:
@@ -229,11 +229,16 @@ class Semantic:
         axes = unwrap(axis)
         axes = list(axes) if isinstance(axes, (tuple, list)) else [axes]
         shape = list(T.shape_of(x.type))
-        for a in sorted(unwrap(a) for a in axes):
-            rank = len(shape) + 1
-            if not -rank <= a < rank:
+        rank = len(shape) + len(axes)  # negative axes count from the end of the result, as in Triton
+        positions = []
+        for a in (unwrap(a) for a in axes):
+            if not isinstance(a, int) or not -rank <= a < rank:
                 raise ValueError(f"expand_dims axis {a} is out of range for a result of rank {rank}")
-            shape.insert(a % rank, 1)
+            positions.append(a % rank)
+        if len(set(positions)) != len(positions):
+            raise ValueError(f"expand_dims axes {list(unwrap(a) for a in axes)} name the same position twice")
+        for position in sorted(positions):
+            shape.insert(position, 1)
         if not x.type.is_block():
             return self.splat(x, shape)
         return self._emit("reshape", [x], T.block_type(x.dtype, shape), {"shape": tuple(shape)})
