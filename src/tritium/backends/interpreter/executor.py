@@ -536,34 +536,50 @@ def exec_while(ex, op, args, active):
 # debugging -------------------------------------------------------------------------------------------------
 @handles("print")
 def exec_print(ex, op, args, active):
-    prefix = op.attrs["prefix"]
+    """Prints as compiled Triton does, one line per element (and operand):
+    ``pid (x, y, z) idx (i, j) prefix value``; ``idx ()`` for scalars; ``(operand n)`` when there
+    are several values; floats as C's %f; hex as 0x with the type's width in digits."""
+    prefix = op.attrs["prefix"].strip()
+    label = f" {prefix}" if prefix else ":"
     programs = range(ex.batch) if active is None else np.flatnonzero(active)
     for p in programs:
-        pid = ex.program_of_lane(int(p))
-        parts = []
-        for value, arg in zip(op.operands, args):
-            full = np.asarray(_full(arg, value.type, ex.batch))[p]
-            if full.ndim == 0:
-                parts.append([((), full)])
-            else:
-                parts.append(list(np.ndenumerate(full)))
-        if not parts:
-            print(f"pid {pid} {prefix}")
+        x, y, z = ex.program_of_lane(int(p))
+        head = f"pid ({x}, {y}, {z})"
+        if not op.operands:
+            print(f"{head} {prefix}")
             continue
-        for lane in range(len(parts[0])):
-            index, _ = parts[0][lane]
-            values = " ".join(_format_scalar(part[lane][1], op.attrs["hex"]) for part in parts)
-            idx = f" idx ({', '.join(str(i) for i in index)})" if index else ""
-            print(f"pid {pid}{idx} {prefix}{values}")
+        for lane_values in _print_lanes(ex, op, args, int(p)):
+            for n, (index, value, ty) in enumerate(lane_values):
+                operand = f" (operand {n})" if len(op.operands) > 1 else ""
+                print(f"{head} idx ({index}){label}{operand} {_format_scalar(value, ty, op.attrs['hex'])}")
     return []
 
 
-def _format_scalar(value, hex_format: bool) -> str:
+def _print_lanes(ex, op, args, program: int):
+    """Per lane, each operand's (index text, value, type)."""
+    columns = []
+    for value, arg in zip(op.operands, args):
+        shape = T.shape_of(value.type)
+        full = np.asarray(_full(arg, value.type, ex.batch))[program]
+        widths = [len(str(max(0, n - 1))) for n in shape]
+        column = []
+        for index, element in (np.ndenumerate(full) if shape else [((), full)]):
+            text = ", ".join(f"{i:{w}}" for i, w in zip(index, widths))
+            column.append((text, element, value.type.scalar))
+        columns.append(column)
+    return zip(*columns)
+
+
+def _format_scalar(value, ty, hex_format: bool) -> str:
+    if ty.is_ptr():
+        return f"0x{int(value):x}"
     if hex_format:
-        return hex(int(np.asarray(value).view(f"uint{np.asarray(value).itemsize * 8}")))
-    if isinstance(value, (np.floating, float)) or np.asarray(value).dtype.kind == "V":
-        return repr(float(value))
-    return str(value.item() if hasattr(value, "item") else value)
+        array = np.asarray(value)
+        bits = int(array.view(f"uint{array.itemsize * 8}"))
+        return f"0x{bits:0{array.itemsize * 2}x}"
+    if ty.is_floating():
+        return f"{float(value):f}"
+    return str(int(value))
 
 
 @handles("assert")
