@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -202,7 +203,7 @@ def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
     if isinstance(grid, int) or hasattr(grid, "__index__") and not isinstance(grid, (tuple, list)):
         grid = (grid,)
     try:
-        dims = [int(g) for g in grid]
+        dims = [operator.index(g) for g in grid]  # integers only: 1.5 programs is a mistake, not 1
     except (TypeError, ValueError):
         raise LaunchError(f"the grid must be a tuple of up to 3 integers (or a function returning one), got {grid!r}") from None
     if not 1 <= len(dims) <= 3:
@@ -330,7 +331,10 @@ class JITFunction(KernelInterface):
             else:
                 if isinstance(value, constexpr):
                     value = value.value
-                part, spec = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
+                try:
+                    part, spec = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
+                except LaunchError as error:
+                    raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
                 key.append(part)
                 specs[p.name] = spec
         return tuple(key), specs
