@@ -48,3 +48,28 @@ def test_expand_dims_with_several_axes_numbers_them_in_the_result():
     out = torch.zeros(4, dtype=torch.int32)
     expand_many[(1,)](out)
     assert out.tolist() == [0, 1, 2, 3]
+
+
+def test_dtype_name_lists_match_triton():
+    import tritium.language as tl
+    assert tl.dtype.SINT_TYPES == ["int8", "int16", "int32", "int64"]
+    assert tl.dtype.UINT_TYPES == ["int1", "uint8", "uint16", "uint32", "uint64"]
+    assert tl.dtype.STANDARD_FP_TYPES == ["fp16", "bf16", "fp32", "fp64"]
+    for name in tl.dtype.SINT_TYPES + tl.dtype.UINT_TYPES + tl.dtype.FP_TYPES:
+        assert tl.dtype(name).name == name
+
+
+def test_assume_is_a_noop_hint():
+    import numpy as np
+    import tritium as triton
+    import tritium.language as tl
+
+    @triton.jit
+    def kernel(out_ptr, N: tl.constexpr):
+        x = N - tl.program_id(0) * 4
+        tl.assume(x >= 4)
+        tl.store(out_ptr + tl.program_id(0), x)
+
+    out = np.zeros(4, dtype=np.int32)
+    kernel[(4, )](out, N=16)
+    np.testing.assert_array_equal(out, 16 - np.arange(4) * 4)

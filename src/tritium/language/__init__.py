@@ -13,7 +13,7 @@ from .math import (  # noqa: F401
     sin, sqrt, sqrt_rn, umulhi,
 )
 from .standard import (  # noqa: F401
-    PropagateNan, arange, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg,
+    PropagateNan, arange, assume, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg,
     atomic_xor, argmax, argmin, associative_scan, broadcast, broadcast_to, cast, cdiv, cumprod,
     cumsum, debug_barrier, device_assert, device_print, dot, expand_dims, full, full_like, load, max,
     max_constancy, max_contiguous, min, multiple_of, num_programs, permute, program_id, range, ravel,

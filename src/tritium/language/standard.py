@@ -435,6 +435,12 @@ def max_constancy(input, values):
 
 
 @builtin
+def assume(cond):
+    """Lets the compiler assume ``cond`` holds; a pure hint, so the interpreter does nothing."""
+    return None
+
+
+@builtin
 def debug_barrier():
     """Synchronises the threads of a program; programs here run in lock step, so it only orders."""
     _semantic()._create("barrier")

@@ -63,6 +63,12 @@ class dtype:
 
     __slots__ = ("name",)
 
+    # Name lists Triton exposes on ``tl.dtype`` (fp8 variants tritium lacks are left out).
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+
     def __init__(self, name: str):
         if name not in _DTYPE_FACTS:
             known = ", ".join(_DTYPE_FACTS)
