@@ -73,3 +73,23 @@ def test_assume_is_a_noop_hint():
     out = np.zeros(4, dtype=np.int32)
     kernel[(4, )](out, N=16)
     np.testing.assert_array_equal(out, 16 - np.arange(4) * 4)
+
+
+@triton.jit
+def fp8_to_fp32(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+def test_reinterpret_passes_bytes_as_another_dtype():
+    import ml_dtypes
+    import numpy as np
+
+    values = np.array([0.5, -1.5, 448.0, 0.0, -0.0, 2.0, 3.5, -6.0], dtype=ml_dtypes.float8_e4m3fn)
+    raw = torch.from_numpy(values.view(np.uint8).copy())  # torch sees bytes only
+    out = torch.empty(8)
+    fp8_to_fp32[(1,)](triton.reinterpret(raw, tl.float8e4nv), out, BLOCK=8)
+    np.testing.assert_array_equal(out.numpy(), values.astype(np.float32))
+    assert triton.reinterpret(raw, tl.uint8) is raw
+    with pytest.raises(ValueError, match="widths differ"):
+        triton.reinterpret(raw, tl.float16)

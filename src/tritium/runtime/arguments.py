@@ -71,6 +71,11 @@ def _numpy_view(value) -> TensorView:
 
 def tensor_view(value) -> Optional[TensorView]:
     """The TensorView of a tensor-like argument; None for anything else."""
+    from .reinterpret import TensorWrapper
+
+    if isinstance(value, TensorWrapper):
+        inner = tensor_view(value.base)
+        return TensorView(value.dtype, inner.address, inner.low, inner.high, inner.device, inner.keepalive)
     module = type(value).__module__
     if module.startswith("torch") and hasattr(value, "data_ptr"):
         return _torch_view(value)
