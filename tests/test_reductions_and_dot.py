@@ -555,12 +555,24 @@ def _small_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: 
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
 
 
-@pytest.mark.parametrize("m,n,k", [(8, 16, 16), (16, 8, 16), (16, 16, 8)])
-def test_dot_dimension_below_16_is_a_compilation_error(m, n, k):
+@pytest.mark.parametrize("m,n,k", [(16, 16, 4), (1, 8, 4)])
+def test_dot_with_too_short_k_is_a_compilation_error(m, n, k):
+    # fp32 inputs need K >= 8, as compiled Triton for NVIDIA requires
     a, b, c = torch.zeros(m, k), torch.zeros(k, n), torch.zeros(m, n)
-    with pytest.raises(triton.CompilationError, match="16") as info:
+    with pytest.raises(triton.CompilationError, match="K >= 8") as info:
         _small_dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
     assert "tl.dot" in str(info.value)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 16, 8), (8, 4, 16), (2, 2, 8)])
+def test_dot_with_small_m_and_n_matches_numpy(m, n, k):
+    # small M and N are padded for the tensor cores on a GPU; the result is the plain product
+    rng = np.random.default_rng(0)
+    a = torch.from_numpy(rng.integers(-4, 5, (m, k)).astype(np.float32))
+    b = torch.from_numpy(rng.integers(-4, 5, (k, n)).astype(np.float32))
+    c = torch.zeros(m, n)
+    _small_dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
+    np.testing.assert_array_equal(c.numpy(), a.numpy() @ b.numpy())  # small integers: exact in tf32
 
 
 # ------------------------------------------------------------------------------------------------

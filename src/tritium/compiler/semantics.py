@@ -673,9 +673,12 @@ class Semantic:
         if len(sa) == 3 and sa[0] != sb[0]:
             raise ValueError(f"tl.dot batch dimensions differ: {list(sa)} @ {list(sb)}")
         m, k, n = sa[-2], sa[-1], sb[-1]
-        if min(m, n, k) < 16:
-            raise ValueError(f"tl.dot needs every dimension to be at least 16, got M={m}, N={n}, K={k}; "
-                             "pad the blocks (and mask the loads) up to 16")
+        # Compiled Triton for NVIDIA pads small M and N for the tensor cores, but needs K of at
+        # least 32 bytes' worth of 8-bit inputs, 16 of 16-bit, 8 of 32-bit, 4 of 64-bit.
+        min_k = {8: 32, 16: 16, 32: 8, 64: 4}.get(a.dtype.primitive_bitwidth, 16)
+        if k < min_k:
+            raise ValueError(f"tl.dot of {a.dtype} inputs needs K >= {min_k}, got M={m}, N={n}, K={k}; "
+                             f"pad the K dimension (and mask the loads) up to {min_k}")
         if a.dtype != b.dtype:
             raise TypeError(f"tl.dot operands must have the same dtype, got {a.dtype} and {b.dtype}; cast one of them")
         if a.dtype.is_int():
