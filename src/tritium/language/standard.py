@@ -323,26 +323,27 @@ def _widen_for_minmax(input):
     return input
 
 
-@builtin
-def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+def _extreme(kind: str, input, axis, return_indices, keep_dims):
+    """tl.max / tl.min: narrow types are widened to 32 bits first, as in Triton, unless indices are
+    asked for (then the value keeps its type, next to the index of its first occurrence)."""
     sem = _semantic()
     input = sem.to_tensor(input)
+    keep_dims = unwrap(keep_dims)
     if unwrap(return_indices):
-        value = sem.reduce([input], axis, "max", keep_dims=unwrap(keep_dims))[0]
-        index = sem.reduce([input], axis, "argmax", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
+        value = sem.reduce([input], axis, kind, keep_dims=keep_dims)[0]
+        index = sem.reduce([input], axis, f"arg{kind}", keep_dims=keep_dims, result_dtypes=[T.int32])[0]
         return value, index
-    return sem.reduce([_widen_for_minmax(input)], axis, "max", keep_dims=unwrap(keep_dims))[0]
+    return sem.reduce([_widen_for_minmax(input)], axis, kind, keep_dims=keep_dims)[0]
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    return _extreme("max", input, axis, return_indices, keep_dims)
 
 
 @builtin
 def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    sem = _semantic()
-    input = sem.to_tensor(input)
-    if unwrap(return_indices):
-        value = sem.reduce([input], axis, "min", keep_dims=unwrap(keep_dims))[0]
-        index = sem.reduce([input], axis, "argmin", keep_dims=unwrap(keep_dims), result_dtypes=[T.int32])[0]
-        return value, index
-    return sem.reduce([_widen_for_minmax(input)], axis, "min", keep_dims=unwrap(keep_dims))[0]
+    return _extreme("min", input, axis, return_indices, keep_dims)
 
 
 @builtin
