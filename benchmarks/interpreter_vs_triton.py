@@ -286,18 +286,9 @@ def fmt(value, spec: str) -> str:
     return "-".rjust(width) if value is None else format(value, spec)
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def run_parent(args) -> int:
+    from tritium.runtime.driver import cpu_name
+
     names = args.cases
     triton_version = None if args.skip_triton else triton_available(args.triton_python)
     print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs; python {platform.python_version()}")

@@ -32,6 +32,16 @@ PRECISION = "ieee"
 
 
 @triton.jit
+def _load_kv_tile(k_ptr, v_ptr, head, rn, rd, rdv, Lk, D, DV):
+    """The K and V rows ``rn`` of one head, zero past the sequence and the head dims."""
+    k = tl.load(k_ptr + head * Lk * D + rn[:, None] * D + rd[None, :],
+                mask=(rn[:, None] < Lk) & (rd[None, :] < D), other=0.0)
+    v = tl.load(v_ptr + head * Lk * DV + rn[:, None] * DV + rdv[None, :],
+                mask=(rn[:, None] < Lk) & (rdv[None, :] < DV), other=0.0)
+    return k, v
+
+
+@triton.jit
 def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, Lq, Lk, D, DV, SCALE: tl.constexpr,
                              CAUSAL: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -51,10 +61,7 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, Lq, Lk, D, DV,
         end = tl.minimum(Lk, start_m + BLOCK_M)
     for start_n in range(0, end, BLOCK_N):
         rn = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(k_ptr + head * Lk * D + rn[:, None] * D + rd[None, :],
-                    mask=(rn[:, None] < Lk) & (rd[None, :] < D), other=0.0)
-        v = tl.load(v_ptr + head * Lk * DV + rn[:, None] * DV + rdv[None, :],
-                    mask=(rn[:, None] < Lk) & (rdv[None, :] < DV), other=0.0)
+        k, v = _load_kv_tile(k_ptr, v_ptr, head, rn, rd, rdv, Lk, D, DV)
         scores = tl.dot(q, tl.trans(k), out_dtype=ACC, input_precision=PRECISION) * SCALE
         valid = rn[None, :] < Lk
         if CAUSAL:
@@ -98,8 +105,7 @@ def attention_backward_kv_kernel(q_ptr, k_ptr, v_ptr, grad_o_ptr, lse_ptr, delta
     rdv = tl.arange(0, BLOCK_DV)
     k_mask = (rn[:, None] < Lk) & (rd[None, :] < D)
     v_mask = (rn[:, None] < Lk) & (rdv[None, :] < DV)
-    k = tl.load(k_ptr + head * Lk * D + rn[:, None] * D + rd[None, :], mask=k_mask, other=0.0)
-    v = tl.load(v_ptr + head * Lk * DV + rn[:, None] * DV + rdv[None, :], mask=v_mask, other=0.0)
+    k, v = _load_kv_tile(k_ptr, v_ptr, head, rn, rd, rdv, Lk, D, DV)
     grad_k = tl.zeros((BLOCK_N, BLOCK_D), dtype=ACC)
     grad_v = tl.zeros((BLOCK_N, BLOCK_DV), dtype=ACC)
     start = 0
@@ -148,10 +154,7 @@ def attention_backward_q_kernel(q_ptr, k_ptr, v_ptr, grad_o_ptr, lse_ptr, delta_
         end = tl.minimum(Lk, start_m + BLOCK_M)
     for start_n in range(0, end, BLOCK_N):
         rn = start_n + tl.arange(0, BLOCK_N)
-        k = tl.load(k_ptr + head * Lk * D + rn[:, None] * D + rd[None, :],
-                    mask=(rn[:, None] < Lk) & (rd[None, :] < D), other=0.0)
-        v = tl.load(v_ptr + head * Lk * DV + rn[:, None] * DV + rdv[None, :],
-                    mask=(rn[:, None] < Lk) & (rdv[None, :] < DV), other=0.0)
+        k, v = _load_kv_tile(k_ptr, v_ptr, head, rn, rd, rdv, Lk, D, DV)
         scores = tl.dot(q, tl.trans(k), out_dtype=ACC, input_precision=PRECISION) * SCALE
         valid = (rm[:, None] < Lq) & (rn[None, :] < Lk)
         if CAUSAL:

@@ -78,7 +78,8 @@ def _core_count() -> int:
         return os.cpu_count() or 1
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The host CPU's model name, as /proc/cpuinfo gives it."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -109,7 +110,7 @@ def cpu_properties() -> dict:
         "mem_clock_rate": 1_600_000,
         "mem_bus_width": 128,
         "arch": platform.machine() or "cpu",
-        "name": _cpu_name(),
+        "name": cpu_name(),
     }
 
 
