@@ -6,7 +6,7 @@ import numpy as np
 from ... import config
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
-from . import executor
+from . import batches
 from .memory import Allocation, Memory
 
 NAME = "interpreter"
@@ -97,7 +97,7 @@ class Executable:
             else:
                 values.append(np.array([value]).astype(ty.numpy))
         batch = 1 if self.program_order else max(1, config.batch_elements() // self.largest_block)
-        executor.run(self.fn, memory, grid, values, batch, debug=config.debug_mode() if debug is None else bool(debug),
+        batches.run(self.fn, memory, grid, values, batch, debug=config.debug_mode() if debug is None else bool(debug),
                      program_order=self.program_order, shuffle=config.shuffle_seed())
 
 

@@ -730,26 +730,3 @@ def exec_histogram(ex, op, args, active):
     rows = np.broadcast_to(np.arange(x.shape[0]).reshape(-1, 1), x.shape)
     flat = rows[keep].astype(np.int64) * bins + x[keep].astype(np.int64)
     return np.bincount(flat, minlength=x.shape[0] * bins).reshape(x.shape[0], bins).astype(np.int32)
-
-
-def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int, *, debug: bool = False,
-        program_order: bool = False, shuffle: int | None = None) -> None:
-    """Runs every program of ``grid``, ``batch_size`` programs at a time, in program order -- or, with a
-    ``shuffle`` seed, the batches in a random order drawn from it. ``debug``: debug mode's checks
-    (see checks.py); ``program_order``: the programs synchronise through memory and run one at a time."""
-    gx, gy, gz = grid
-    total = gx * gy * gz
-    executor = Executor(fn, memory, (gx, gy, gz))
-    executor.program_order = program_order
-    executor.shuffled = shuffle is not None
-    if debug:
-        executor.enable_debug(program_order)
-    starts = list(range(0, total, batch_size))
-    if shuffle is not None:
-        np.random.default_rng(shuffle).shuffle(starts)
-    with np.errstate(all="ignore"):
-        for done, start in enumerate(starts):
-            executor.progress = (done * batch_size, total)
-            linear = np.arange(start, min(total, start + batch_size), dtype=np.int64)
-            pids = np.stack([linear % gx, (linear // gx) % gy, linear // (gx * gy)], axis=1).astype(np.int32)
-            executor.run_batch(pids, args)

@@ -14,69 +14,34 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import vector_math
+from . import native_loops, vector_math
 
-_LOOP = """
-define void @map_{fn}_{suffix}(ptr %in, ptr %out, i64 %n) {{
-entry:
-  %nonempty = icmp sgt i64 %n, 0
-  br i1 %nonempty, label %loop, label %done
-loop:
-  %i = phi i64 [0, %entry], [%next, %loop]
-  %src = getelementptr {ty}, ptr %in, i64 %i
-  %x = load {ty}, ptr %src
-  {widen}
-  %y = call double @{fn}(double %wide)
-  {narrow}
-  %dst = getelementptr {ty}, ptr %out, i64 %i
-  store {ty} %result, ptr %dst
-  %next = add i64 %i, 1
-  %more = icmp slt i64 %next, %n
-  br i1 %more, label %loop, label %done
-done:
-  ret void
-}}
-"""
-
-_VARIANTS = {
+_VARIANTS = {  # suffix: (element type, widening line, narrowing line)
     "f64": ("double", "%wide = fadd double %x, 0.0", "%result = fadd double %y, 0.0"),
     "f32": ("float", "%wide = fpext float %x to double", "%result = fptrunc double %y to float"),
 }
 
 _lock = threading.Lock()
 _compiled: dict = {}
-_engines: list = []  # keep the JIT engines alive for the life of the process
 _pool = ThreadPoolExecutor(max_workers=2)
 _SPLIT = 1 << 16  # arrays at least this long are split over two threads (ctypes releases the GIL)
 
 
 def _compile(fn: str):
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    llvm.add_symbol(fn, ctypes.cast(getattr(libm, fn), ctypes.c_void_p).value)
     source = f"declare double @{fn}(double)\n" + "".join(
-        _LOOP.format(fn=fn, suffix=suffix, ty=ty, widen=widen, narrow=narrow)
+        native_loops.map_loop(f"map_{fn}_{suffix}", ty, ty, f"  {widen}\n  %y = call double @{fn}(double %wide)\n"
+                              f"  {narrow}", "%result")
         for suffix, (ty, widen, narrow) in _VARIANTS.items())
-    module = llvm.parse_assembly(source)
-    module.verify()
-    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    _engines.append(engine)
-    signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-    return {suffix: signature(engine.get_function_address(f"map_{fn}_{suffix}")) for suffix in _VARIANTS}
+    loops = native_loops.compile_maps(source, [f"map_{fn}_{suffix}" for suffix in _VARIANTS],
+                                      {fn: ctypes.cast(getattr(libm, fn), ctypes.c_void_p).value})
+    return None if loops is None else {suffix: loops[f"map_{fn}_{suffix}"] for suffix in _VARIANTS}
 
 
 def _loops(fn: str):
     with _lock:
         if fn not in _compiled:
-            try:
-                _compiled[fn] = _compile(fn)
-            except Exception:  # no JIT here (unusual platform): fall back to Python's math module
-                _compiled[fn] = None
+            _compiled[fn] = _compile(fn)  # None without a JIT: fall back to Python's math module
         return _compiled[fn]
 
 
