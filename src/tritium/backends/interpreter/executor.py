@@ -11,6 +11,8 @@ every program of the batch is active, else a boolean array of length B.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ... import config
@@ -35,6 +37,36 @@ def _concrete(x):
 
 def _expand_programs(mask: np.ndarray, rank: int) -> np.ndarray:
     return mask.reshape(mask.shape + (1,) * rank)
+
+
+def _select_programs(x, members: np.ndarray):
+    """``x`` for the programs ``members`` alone (values the same in every program stay as they are)."""
+    if type(x) is Affine:
+        if x.base.shape[0] == 1:
+            return x
+        return Affine(x.base[members], x.strides, x.shape, x.dtype)
+    if np.ndim(x) == 0 or x.shape[0] == 1:
+        return x
+    return x[members]
+
+
+class _ProgramSubset(dict):
+    """The environment of a region run on some of the batch's programs: a value from outside is
+    gathered for those programs the first time the region uses it."""
+
+    def __init__(self, outer: dict, members: np.ndarray):
+        super().__init__()
+        self.outer, self.members = outer, members
+
+    def __missing__(self, key):
+        value = _select_programs(self.outer[key], self.members)
+        self[key] = value
+        return value
+
+    def copy(self) -> "_ProgramSubset":
+        clone = _ProgramSubset(self.outer, self.members)
+        clone.update(self)
+        return clone
 
 
 class Executor:
@@ -114,6 +146,24 @@ class Executor:
                 for value, out in zip(op.results, outputs):
                     env[value.id] = out
         return []
+
+    # compaction --------------------------------------------------------------------------------
+    def can_compact(self) -> bool:
+        """Whether a region may run on a subset of the batch's programs: not under debug mode's
+        checks or a spin watch, which follow every program of the batch by its lane."""
+        return self.checks is None and not self.watches
+
+    @contextlib.contextmanager
+    def compacted(self, members: np.ndarray):
+        """Runs what is inside on the programs ``members`` (indices into the current batch) alone:
+        values from outside are gathered for them when first used, program ids follow."""
+        saved = (self.env, self.pids, self.batch)
+        self.env = _ProgramSubset(self.env, members)
+        self.pids, self.batch = self.pids[members], len(members)
+        try:
+            yield
+        finally:
+            self.env, self.pids, self.batch = saved
 
     def active_lanes(self, active, shape_rank: int):
         return None if active is None else _expand_programs(active, shape_rank)
@@ -370,7 +420,7 @@ def exec_atomic(ex, op, args, active):
 # reductions and scans ----------------------------------------------------------------------------------
 def _combine_with_region(ex, region):
     def combine(left, right):
-        saved = dict(ex.env)
+        saved = ex.env.copy()
         outputs = ex.run_region(region, None, list(left) + list(right))
         ex.env = saved
         return [np.asarray(o) for o in outputs]
@@ -491,12 +541,40 @@ def exec_for(ex, op, args, active):
     trips = np.maximum(0, -(-(ub - lb) // safe_step))
     trips = np.where(step == 0, 0, trips)
     live = trips if active is None else np.where(active, trips, 0)
+    if ex.can_compact():
+        return _for_compacted(ex, body, op.results, lb, step, live, index_dtype, carried)
     for t in range(int(live.max(initial=0))):
         running = live > t
         iv = (lb + t * step).astype(index_dtype)
         new = ex.run_region(body, running, [iv] + list(carried))
         carried = _merge(running, new, carried, op.results)
     return carried
+
+
+def _for_compacted(ex, body, results, lb, step, live, index_dtype, carried):
+    """A loop whose trip count differs between programs, each iteration run by only the programs
+    still in it: when some finish, the others are gathered into a smaller batch (see
+    ``Executor.compacted``), so finished programs cost nothing (causal attention's inner loop runs
+    about half the iterations it would with predication alone)."""
+    final = [np.array(_full(_concrete(c), r.type, ex.batch)) for c, r in zip(carried, results)]
+    members = np.arange(ex.batch)  # the programs (of the enclosing batch) still in the loop
+    current = list(carried)  # their carried values, with a leading axis of len(members) or 1
+    for t in range(int(live.max(initial=0))):
+        keep = np.flatnonzero(live[members] > t)
+        if len(keep) < len(members):
+            for out, value, r in zip(final, current, results):
+                out[members] = _full(_concrete(value), r.type, len(members))
+            current = [_select_programs(c, keep) for c in current]
+            members = members[keep]
+        iv = (lb[members] + t * step[members]).astype(index_dtype)
+        if len(members) == ex.batch:
+            current = ex.run_region(body, None, [iv] + current)
+        else:
+            with ex.compacted(members):
+                current = ex.run_region(body, None, [iv] + current)
+    for out, value, r in zip(final, current, results):
+        out[members] = _full(_concrete(value), r.type, len(members))
+    return final
 
 
 @handles("while")

@@ -233,6 +233,24 @@ class Memory:
                 index = index + (np.arange(n, dtype=np.int64) * stride).reshape((1,) + (1,) * axis + (n,) + (1,) * (rank - axis - 1))
         return index
 
+    def _gather_rows(self, window: "Window", dtype, shape) -> np.ndarray:
+        """The window's elements when programs start at irregular places. Where one block axis runs
+        over consecutive elements, whole runs along it are gathered at once (rows of a sliding view
+        over memory), several times faster than gathering element by element."""
+        data = window.allocation.typed(self._carrier(dtype))
+        unit = [axis for axis, (n, s) in enumerate(zip(shape, window.lane_strides)) if s == 1 and n > 1]
+        if not unit or data.size < shape[unit[0]]:
+            values = data[self._window_index(window, shape)]
+        else:
+            axis, n = unit[0], shape[unit[0]]
+            others = tuple(shape[:axis]) + tuple(shape[axis + 1:])
+            outer = Window(window.allocation, window.start, None,
+                           window.lane_strides[:axis] + window.lane_strides[axis + 1:], window.starts)
+            rows = np.lib.stride_tricks.as_strided(data, shape=(data.size - n + 1, n), strides=(data.itemsize,) * 2,
+                                                   writeable=False)
+            values = np.moveaxis(rows[self._window_index(outer, others)], -1, axis + 1)
+        return values.view(dtype) if values.dtype != dtype else values
+
     def load_window(self, window: "Window", mask, other, dtype: np.dtype, batch: int, shape) -> np.ndarray:
         if window.starts is None:
             values = np.array(self._window_view(window, dtype, batch, shape))
@@ -247,7 +265,7 @@ class Memory:
             values = view.reshape((batch,) + tuple(shape))
             values = values.view(dtype) if carrier is not dtype else values
         else:
-            values = window.allocation.typed(dtype)[self._window_index(window, shape)]
+            values = self._gather_rows(window, dtype, shape)
         if mask is None or mask.all():
             return values
         fill = np.zeros((), dtype=dtype) if other is None else other
