@@ -1,4 +1,4 @@
-"""sort, flip, histogram, gather, join/split/interleave, cat, swizzle2d, scans and the small math
+"""sort, topk, flip, histogram, gather, join/split/interleave, cat, swizzle2d, scans and the small math
 builtins (umulhi, fdiv, div_rn, sqrt_rn), each against numpy/torch/Python or values recorded from
 Triton 3.6 on an H200.
 
@@ -106,6 +106,61 @@ def test_sort_1d_with_an_explicit_dim_and_only_along_the_last_dim():
     assert np.array_equal(out, np.sort(x)[::-1])
     with pytest.raises(CompilationError, match="last dimension"):
         _sort_dim0_kernel[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), N=4)
+
+
+# ------------------------------------------------------------------------------------------------
+# topk
+# ------------------------------------------------------------------------------------------------
+@triton.jit
+def _topk_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, DESC: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    x = tl.load(x_ptr + rm * N + tl.arange(0, N)[None, :])
+    top = tl.topk(x, K, descending=DESC)
+    tl.static_assert(top.shape[1] == K)
+    tl.store(o_ptr + rm * K + tl.arange(0, K)[None, :], top)
+
+
+def _expected_topk(x: np.ndarray, k: int, descending: bool) -> np.ndarray:
+    ordered = np.sort(x, axis=-1)
+    return (ordered[..., ::-1] if descending else ordered)[..., :k]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint8, np.int64])
+@pytest.mark.parametrize("descending", [True, False])
+@pytest.mark.parametrize("shape, k", [((4, 64), 1), ((4, 64), 8), ((2, 16), 16), ((8, 32), 4), ((1, 2), 1)])
+def test_topk_gives_the_k_extreme_values_of_each_row_in_order(dtype, descending, shape, k):
+    g = _rng(5)
+    x = (g.standard_normal(shape) * 50).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        g.integers(0 if np.dtype(dtype).kind == "u" else -100, 100, shape).astype(dtype)
+    out = np.zeros((shape[0], k), dtype=dtype)
+    _topk_kernel[(1,)](x, out, M=shape[0], N=shape[1], K=k, DESC=descending)
+    assert np.array_equal(out, _expected_topk(x, k, descending))
+
+
+@triton.jit
+def _topk_1d_kernel(x_ptr, o_ptr, N: tl.constexpr, K: tl.constexpr):
+    tl.store(o_ptr + tl.arange(0, K), tl.topk(tl.load(x_ptr + tl.arange(0, N)), K, dim=0))
+
+
+def test_topk_of_a_1d_block_defaults_to_the_largest():
+    x = _rng(6).permutation(256).astype(np.int32)
+    out = np.zeros(8, dtype=np.int32)
+    _topk_1d_kernel[(1,)](x, out, N=256, K=8)
+    assert out.tolist() == list(range(255, 247, -1))
+
+
+@triton.jit
+def _topk_bad_kernel(x_ptr, o_ptr, K: tl.constexpr, DIM: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    tl.store(o_ptr + tl.arange(0, 4)[:, None] + tl.arange(0, K)[None, :], tl.topk(x, K, dim=DIM))
+
+
+@pytest.mark.parametrize("k, dim, message", [(3, None, "power of two"), (16, None, "no larger than"),
+                                             (2, 0, "last dimension")])
+def test_topk_rejects_a_bad_k_or_dim(k, dim, message):
+    x, out = np.zeros(32, np.float32), np.zeros(64, np.float32)
+    with pytest.raises(CompilationError, match=message):
+        _topk_bad_kernel[(1,)](x, out, K=k, DIM=dim)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -850,6 +850,28 @@ class Semantic:
             raise TypeError(f"tl.sort does not support {x.dtype}")
         return self._emit("sort", [x], x.type, {"descending": bool(descending)})
 
+    def topk(self, x, k, dim=None, descending=True) -> tensor:
+        x = self._block(x, "tl.topk")
+        shape = x.type.shape
+        rank = len(shape)
+        dim = rank - 1 if unwrap(dim) is None else self._static_int(dim, "tl.topk's dim")
+        if dim % rank != rank - 1 or not -rank <= dim < rank:
+            raise ValueError(f"tl.topk selects along the last dimension only (as Triton does), got dim={dim} for a "
+                             f"block of rank {rank}; permute the block first")
+        k = self._static_int(k, "tl.topk's k")
+        if not _is_pow2(k) or k > shape[-1]:
+            raise ValueError(f"tl.topk's k must be a power of two no larger than the last dimension ({shape[-1]}), "
+                             f"got {k}")
+        ordered = self.sort(x, None, descending)
+        if k == shape[-1]:
+            return ordered
+        # The first k elements of each sorted row.
+        first = self.arange(0, k)
+        if rank > 1:
+            first = self.reshape(first, (1,) * (rank - 1) + (k,))
+            first = self.broadcast_to(first, tuple(shape[:-1]) + (k,))
+        return self.gather(ordered, first, rank - 1)
+
     def gather(self, src, index, axis) -> tensor:
         src, index = self._block(src, "tl.gather"), self._block(index, "tl.gather")
         if not index.dtype.is_int() or index.dtype.is_bool():

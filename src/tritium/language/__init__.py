@@ -21,7 +21,7 @@ from .standard import (  # noqa: F401
     where, xor_sum, zeros, zeros_like,
 )
 from .standard import (  # noqa: F401
-    cat, flip, gather, histogram, inline_asm_elementwise, interleave, join, sort, split, swizzle2d,
+    cat, flip, gather, histogram, inline_asm_elementwise, interleave, join, sort, split, swizzle2d, topk,
 )
 from .block_pointer import advance, make_block_ptr  # noqa: F401
 from .tensor_descriptor import make_tensor_descriptor, tensor_descriptor, tensor_descriptor_type  # noqa: F401

@@ -258,6 +258,14 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def topk(x, k, dim=None, descending=True):
+    """The ``k`` largest elements along the last dimension (the ``k`` smallest when
+    ``descending`` is false), in sorted order: largest first, or smallest first. ``k`` is a
+    power of two no larger than that dimension."""
+    return _semantic().topk(x, k, dim, descending)
+
+
+@builtin
 def gather(src, index, axis):
     """``out[..., i, ...] = src[..., index[..., i, ...], ...]`` along ``axis``: index has src's shape
     except along ``axis``; the result has index's shape. An index out of range is a run-time error."""
