@@ -20,6 +20,13 @@ def batch_elements() -> int:
     return int(os.environ.get("TRITIUM_BATCH_ELEMENTS", str(1 << 18)))
 
 
+def malloc_tuning() -> bool:
+    """TRITIUM_MALLOC_TUNING=0: leave glibc's malloc thresholds alone. By default the interpreter
+    raises them at its first launch, so the arrays each op frees are reused instead of being
+    returned to the OS and faulted in again (see backends/interpreter/allocator.py)."""
+    return os.environ.get("TRITIUM_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def bench_quick() -> bool:
     """TRITIUM_BENCH_QUICK=1: ``perf_report`` sweeps run only their first two x values and
     ``do_bench`` skips its separate warm-up (benchmark scripts as quick smoke tests)."""

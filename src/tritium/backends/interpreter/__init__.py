@@ -6,7 +6,7 @@ import numpy as np
 from ... import config
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
-from . import batches
+from . import allocator, batches
 from .memory import Allocation, Memory
 
 NAME = "interpreter"
@@ -85,6 +85,7 @@ class Executable:
     def launch(self, grid, runtime_args: list, debug: bool | None = None) -> None:
         """``runtime_args``: (name, IR type, value) for each run-time parameter, in order. ``debug``:
         debug mode's checks for this launch (None: ``TRITIUM_DEBUG``)."""
+        allocator.tune_once()
         memory = Memory(self.fn.name)
         values = []
         for name, ty, value in runtime_args:
