@@ -1,6 +1,6 @@
-"""sort, topk, flip, histogram, gather, join/split/interleave, cat, swizzle2d, scans and the small math
-builtins (umulhi, fdiv, div_rn, sqrt_rn), each against numpy/torch/Python or values recorded from
-Triton 3.6 on an H200.
+"""sort, topk, flip, histogram, gather, join/split/interleave, cat, swizzle2d, squeeze/unsqueeze,
+scans and the small math builtins (umulhi, fdiv, div_rn, sqrt_rn), each against numpy/torch/Python
+or values recorded from Triton 3.6 on an H200.
 
 Tolerances: everything here is exact (integer results, permutations of the input, and
 correctly rounded division/square root) except cumprod in floating point, compared with an fp64
@@ -404,6 +404,46 @@ def test_ravel_flattens_row_major():
     out = np.zeros(32, dtype=np.float32)
     _ravel_kernel[(1,)](x, out, M=4, N=8)
     assert np.array_equal(out, x.T.ravel())
+
+
+@triton.jit
+def _squeeze_kernel(o_ptr, SHAPE: tl.constexpr, DIM: tl.constexpr, UNSQUEEZE: tl.constexpr,
+                    EXPECTED: tl.constexpr):
+    x = tl.reshape(tl.arange(0, 16), SHAPE)
+    if UNSQUEEZE:
+        y = tl.unsqueeze(x, DIM)
+    else:
+        y = tl.squeeze(x, DIM)
+    tl.static_assert(len(y.shape) == len(EXPECTED))
+    for i in tl.static_range(len(EXPECTED)):
+        tl.static_assert(y.shape[i] == EXPECTED[i])
+    tl.store(o_ptr + tl.arange(0, 16), tl.ravel(y))
+
+
+@pytest.mark.parametrize("shape, dim", [((1, 16), 0), ((4, 1, 4), 1), ((16, 1), -1), ((1, 2, 8), -3),
+                                        ((16, 1), 1)])
+def test_squeeze_removes_a_size_one_dimension_as_torch_does(shape, dim):
+    expected = tuple(torch.arange(16).reshape(shape).squeeze(dim).shape)
+    out = np.zeros(16, np.int32)
+    _squeeze_kernel[(1,)](out, SHAPE=shape, DIM=dim, UNSQUEEZE=False, EXPECTED=expected)
+    assert out.tolist() == list(range(16))
+
+
+@pytest.mark.parametrize("shape, dim", [((16,), 0), ((16,), 1), ((16,), -1), ((4, 4), 1), ((4, 4), -3),
+                                        ((2, 8), 2)])
+def test_unsqueeze_inserts_a_size_one_dimension_as_torch_does(shape, dim):
+    expected = tuple(torch.arange(16).reshape(shape).unsqueeze(dim).shape)
+    out = np.zeros(16, np.int32)
+    _squeeze_kernel[(1,)](out, SHAPE=shape, DIM=dim, UNSQUEEZE=True, EXPECTED=expected)
+    assert out.tolist() == list(range(16))
+
+
+@pytest.mark.parametrize("shape, dim, unsqueeze, message", [((4, 4), 0, False, "size 1"),
+                                                           ((1, 16), 2, False, "out of range"),
+                                                           ((16,), 2, True, "out of range")])
+def test_squeeze_and_unsqueeze_errors(shape, dim, unsqueeze, message):
+    with pytest.raises(CompilationError, match=message):
+        _squeeze_kernel[(1,)](np.zeros(16, np.int32), SHAPE=shape, DIM=dim, UNSQUEEZE=unsqueeze, EXPECTED=())
 
 
 # ------------------------------------------------------------------------------------------------

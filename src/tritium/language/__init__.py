@@ -17,8 +17,8 @@ from .standard import (  # noqa: F401
     atomic_xor, argmax, argmin, associative_scan, broadcast, broadcast_to, cast, cdiv, cumprod,
     cumsum, debug_barrier, device_assert, device_print, dot, expand_dims, full, full_like, load, max,
     max_constancy, max_contiguous, min, multiple_of, num_programs, permute, program_id, range, ravel,
-    reduce, reshape, sigmoid, softmax, static_assert, static_print, static_range, store, sum, trans, view,
-    where, xor_sum, zeros, zeros_like,
+    reduce, reshape, sigmoid, softmax, squeeze, static_assert, static_print, static_range, store, sum, trans,
+    unsqueeze, view, where, xor_sum, zeros, zeros_like,
 )
 from .standard import (  # noqa: F401
     cat, flip, gather, histogram, inline_asm_elementwise, interleave, join, sort, split, swizzle2d, topk,

@@ -179,6 +179,37 @@ def ravel(x, can_reorder=False):
 
 
 @builtin
+def squeeze(x, dim):
+    """Removes the dimension ``dim`` (negative counts from the end), which must have size 1."""
+    sem = _semantic()
+    x = sem.to_tensor(x)
+    shape = T.shape_of(x.type)
+    dim = sem._static_int(dim, "tl.squeeze's dim")
+    if not -len(shape) <= dim < len(shape):
+        raise ValueError(f"tl.squeeze dim {dim} is out of range for a block of rank {len(shape)}")
+    dim %= len(shape)
+    if shape[dim] != 1:
+        raise ValueError(f"tl.squeeze can only remove a dimension of size 1; dimension {dim} of shape "
+                         f"{list(shape)} has size {shape[dim]}")
+    return sem.reshape(x, shape[:dim] + shape[dim + 1:])
+
+
+@builtin
+def unsqueeze(x, dim):
+    """Inserts a dimension of size 1 at ``dim`` of the result (negative counts from the end of
+    the result), the inverse of ``squeeze``."""
+    sem = _semantic()
+    x = sem.to_tensor(x)
+    shape = T.shape_of(x.type)
+    rank = len(shape) + 1
+    dim = sem._static_int(dim, "tl.unsqueeze's dim")
+    if not -rank <= dim < rank:
+        raise ValueError(f"tl.unsqueeze dim {dim} is out of range for a result of rank {rank}")
+    dim %= rank
+    return sem.reshape(x, shape[:dim] + (1,) + shape[dim:])
+
+
+@builtin
 def broadcast_to(input, *shape):
     return _semantic().broadcast_to(input, _shape_args(shape))
 
