@@ -7,12 +7,16 @@ tensor cores see (tf32-truncated for the default precision) at rtol 1e-5.
 """
 from __future__ import annotations
 
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 import torch
 
 import tritium as triton
 import tritium.language as tl
+from tritium.errors import CompilationError
 
 
 def _rand(*shape, seed=0, dtype=torch.float32):
@@ -147,6 +151,67 @@ def test_masked_row_softmax_vs_torch():
     out = torch.empty_like(x)
     _softmax_kernel[(rows,)](x, out, n_cols, x.stride(0), BLOCK=256)
     torch.testing.assert_close(out.double(), torch.softmax(x.double(), dim=1), rtol=1e-5, atol=1e-7)
+
+
+@triton.jit
+def _tl_softmax_kernel(x_ptr, out_ptr, NUMEL: tl.constexpr, SHAPE: tl.constexpr, DIM: tl.constexpr,
+                       MEMBER: tl.constexpr, IEEE: tl.constexpr):
+    offs = tl.reshape(tl.arange(0, NUMEL), SHAPE)
+    x = tl.load(x_ptr + offs)
+    if MEMBER:
+        y = x.softmax(dim=DIM, ieee_rounding=IEEE)
+    elif DIM is None:
+        y = tl.softmax(x)
+    else:
+        y = tl.softmax(x, DIM, ieee_rounding=IEEE)
+    tl.static_assert(len(y.shape) == len(SHAPE))
+    tl.store(out_ptr + offs, y)
+
+
+@pytest.mark.parametrize("shape, dim", [((16,), None), ((4, 8), None), ((4, 8), 0), ((4, 8), 1), ((4, 8), -1),
+                                        ((2, 4, 8), 1), ((2, 4, 8), -3)])
+@pytest.mark.parametrize("member, ieee", [(False, False), (True, True)])
+def test_tl_softmax_normalizes_along_dim_zero_by_default(shape, dim, member, ieee):
+    x = _rand(*shape, seed=11) * 3
+    out = torch.empty_like(x)
+    _tl_softmax_kernel[(1,)](x, out, NUMEL=x.numel(), SHAPE=shape, DIM=dim, MEMBER=member, IEEE=ieee)
+    expected = torch.softmax(x.double(), dim=0 if dim is None else dim)
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-7)
+
+
+@triton.jit
+def _softmax_keep_dims_kernel(x_ptr, out_ptr, KEEP: tl.constexpr, POSITIONAL: tl.constexpr):
+    offs = tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    x = tl.load(x_ptr + offs)
+    if POSITIONAL:
+        y = tl.softmax(x, 1, KEEP)  # positional keep_dims
+    else:
+        y = tl.softmax(x, dim=1, keep_dims=KEEP)  # keyword keep_dims
+    tl.store(out_ptr + offs, y)
+
+
+@pytest.mark.parametrize("keep", [None, False, True])
+def test_softmax_keep_dims_is_ignored_and_warns_when_given(keep):
+    x = _rand(4, 4, seed=12)
+    out = torch.empty_like(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _softmax_keep_dims_kernel[(1,)](x, out, KEEP=keep, POSITIONAL=False)
+    torch.testing.assert_close(out.double(), torch.softmax(x.double(), dim=1), rtol=1e-5, atol=1e-7)
+    if keep is None:
+        assert caught == []
+        return
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert "keep_dims argument to tl.softmax is deprecated and ignored" in str(caught[0].message)
+    lines, first = inspect.getsourcelines(_softmax_keep_dims_kernel.fn)
+    marked = next(i for i, line in enumerate(lines) if "# keyword keep_dims" in line)
+    assert (caught[0].filename, caught[0].lineno) == (__file__, first + marked)
+
+
+def test_softmax_keep_dims_cannot_be_positional():
+    x = _rand(4, 4, seed=13)
+    with pytest.raises(CompilationError, match="positional argument"):
+        _softmax_keep_dims_kernel[(1,)](x, torch.empty_like(x), KEEP=True, POSITIONAL=True)
 
 
 @triton.jit

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import warnings
 
 from ..compiler.ir import types as T
 from .core import builtin, constexpr, tensor, unwrap, _semantic
@@ -145,13 +146,29 @@ def sigmoid(x):
 
 
 @builtin
-def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
-    x = _semantic().to_tensor(x)
-    axis = 0 if dim is None else dim
+def softmax(x, dim=None, *, keep_dims=None, ieee_rounding=False):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (0 by default, not the last axis); the
+    result has ``x``'s shape. ``keep_dims`` and ``ieee_rounding`` must be passed by keyword;
+    ``keep_dims`` is deprecated and ignored, as in Triton, and warns when given."""
+    sem = _semantic()
+    if unwrap(keep_dims) is not None:
+        _warn_at_kernel_line("The keep_dims argument to tl.softmax is deprecated and ignored; softmax always "
+                             "preserves the input shape.")
+    x = sem.to_tensor(x)
+    axis = 0 if unwrap(dim) is None else dim
     z = x - max(x, axis, keep_dims=True)
     num = _math.exp(z)
     den = sum(num, axis, keep_dims=True)
-    return _semantic().truediv(num, den)
+    return _math.fdiv(num, den, ieee_rounding)
+
+
+def _warn_at_kernel_line(message: str, category=UserWarning):
+    """A Python warning attributed to the kernel line being compiled (when it is known)."""
+    loc = _semantic().builder.loc
+    if loc is None:
+        warnings.warn(message, category, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, category, loc.file, loc.line)
 
 
 # shapes ------------------------------------------------------------------------------------------
