@@ -156,6 +156,35 @@ def affine_cast(ex, op, args, active):
     return Affine(x.base, x.strides, x.shape, numpy_target)
 
 
+# The predicate on d = a - b whose truth for every lane follows from d's range [low, high]:
+# (always true, always false).
+_DECIDED_BY_RANGE = {
+    "lt": (lambda low, high: high < 0, lambda low, high: low >= 0),
+    "le": (lambda low, high: high <= 0, lambda low, high: low > 0),
+    "gt": (lambda low, high: low > 0, lambda low, high: high <= 0),
+    "ge": (lambda low, high: low >= 0, lambda low, high: high < 0),
+    "eq": (lambda low, high: low == high == 0, lambda low, high: high < 0 or low > 0),
+    "ne": (lambda low, high: high < 0 or low > 0, lambda low, high: low == high == 0),
+}
+
+
+def affine_cmp(ex, op, args, active):
+    """A comparison whose result is the same in every lane of the batch (``offsets < n`` away from
+    the tail) is one broadcast boolean, not a block: masks that are all true cost nothing."""
+    a, b = (_as_affine(x, v.type) for x, v in zip(args, op.operands))
+    if a is None or b is None or not a.fits(a.dtype) or not b.fits(b.dtype):
+        return NotImplemented  # wrapped values compare as wrapped: let the array path do it
+    rank = len(T.shape_of(op.result.type))
+    strides = tuple(x - y for x, y in zip(a.strides, b.strides))
+    low, high = Affine(a.base - b.base, strides, op.result.type.shape if rank else (), np.int64).extremes()
+    always, never = _DECIDED_BY_RANGE[op.attrs["predicate"]]
+    if always(low, high):
+        return np.ones((1,) * (rank + 1), dtype=bool)
+    if never(low, high):
+        return np.zeros((1,) * (rank + 1), dtype=bool)
+    return NotImplemented
+
+
 def affine_load(ex, op, args, active):
     ptr = args[0]
     if not isinstance(ptr, Affine):
@@ -204,4 +233,5 @@ AFFINE_HANDLERS = {
     "reshape": affine_reshape,
     "permute": affine_permute,
     "cast": affine_cast,
+    "cmp": affine_cmp,
 }
