@@ -278,6 +278,19 @@ def test_compilation_errors_are_tritium_errors():
     assert tritium.CompilationError is triton.CompilationError
 
 
+def test_a_kernel_mistake_is_caught_as_an_interpreter_error_too():
+    """Triton's interpreter reports a kernel's mistakes as InterpreterError, compiled Triton as
+    CompilationError; tritium's error is both, and still points at the line."""
+    from tritium.runtime.errors import InterpreterError
+
+    assert issubclass(triton.CompilationError, InterpreterError)
+    x, out = torch.zeros(64), torch.zeros(64)
+    with pytest.raises(InterpreterError) as info:
+        _if_on_block_kernel[(1,)](x, out, 64, BLOCK=64)
+    assert isinstance(info.value, triton.CompilationError)
+    assert_points_at(info.value, _if_on_block_kernel, "ERR", caret_at="mask:")
+
+
 # ------------------------------------------------------------------------------------------------
 # out-of-bounds accesses
 # ------------------------------------------------------------------------------------------------

@@ -33,7 +33,14 @@ class TritonError(Exception):
 TritiumError = TritonError
 
 
-class CompilationError(TritonError):
+class InterpreterError(TritonError):
+    """An error in a kernel run by an interpreter, as Triton's interpreter (``TRITON_INTERPRET=1``)
+    reports any exception the kernel's code raises. tritium always interprets, so its
+    ``CompilationError`` is one: code written for Triton's interpreter (``except InterpreterError``)
+    and for compiled Triton (``except CompilationError``) both catch a kernel's mistakes."""
+
+
+class CompilationError(InterpreterError):
     """The kernel cannot be compiled: the message points at the offending source line.
 
     ``error`` is the short description; ``loc`` the location; ``hint`` what to do instead.
@@ -70,10 +77,6 @@ class OutOfResources(TritonError):
 
     def __reduce__(self):
         return type(self), (self.required, self.limit, self.name)
-
-
-class InterpreterError(TritonError):
-    """An error raised while interpreting a kernel that is not the user's mistake in the kernel."""
 
 
 class PTXASError(TritonError):
