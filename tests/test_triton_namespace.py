@@ -268,6 +268,13 @@ def test_error_modules(triton_alias):
     assert triton_alias.runtime.errors is runtime_errors
 
 
+def test_compiler_errors_is_an_attribute_of_triton_compiler():
+    """Scripts write ``triton.compiler.errors.CompilationError`` without importing the module."""
+    code = "import tritium; assert tritium.compiler.errors.CompilationError is tritium.CompilationError"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
 def test_static_assert_failure_is_a_compile_time_assertion_failure():
     @triton.jit
     def k(x_ptr, BLOCK: tl.constexpr):

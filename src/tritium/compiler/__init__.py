@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 
 from .. import config
+from . import errors  # noqa: F401  (triton.compiler.errors, reachable as an attribute as in Triton)
 from .frontend import generate_ir
 from .ir.ops import Function
 from .ir.verifier import verify
