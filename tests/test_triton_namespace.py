@@ -275,6 +275,51 @@ def test_compiler_errors_is_an_attribute_of_triton_compiler():
     assert result.returncode == 0, result.stderr
 
 
+# triton.knobs -----------------------------------------------------------------------------------
+def test_knobs_read_the_environment_until_assigned_and_scope_restores(triton_alias, monkeypatch):
+    from triton import knobs
+
+    assert knobs is triton.knobs and triton_alias.knobs is knobs
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/from/the/environment")
+    monkeypatch.setenv("TRITON_PRINT_AUTOTUNING", "1")
+    assert knobs.cache.dir == "/from/the/environment" and knobs.autotuning.print is True
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    monkeypatch.setenv("TRITON_HOME", "/home/someone")
+    assert knobs.cache.dir == os.path.join("/home/someone", ".triton", "cache")
+    with knobs.cache.scope():
+        knobs.cache.dir = "/assigned"
+        assert knobs.cache.dir == "/assigned" and knobs.cache.is_set("dir")
+        copy = knobs.cache.copy()
+        knobs.cache.reset()
+        assert not knobs.cache.is_set("dir") and copy.dir == "/assigned"
+        knobs.cache.dir = "/assigned again"
+    assert not knobs.cache.is_set("dir")
+    assert knobs.cache.dir == os.path.join("/home/someone", ".triton", "cache")
+    assert knobs.runtime.interpret is True  # every kernel runs on the interpreter
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (32, 64)], key=["n"], warmup=1, rep=1)
+@triton.jit
+def _tuned_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_knobs_cache_dir_is_where_autotune_results_go(tmp_path):
+    from tritium import config
+
+    default = config.cache_dir()
+    x = torch.arange(100, dtype=torch.float32)
+    out = torch.empty_like(x)
+    with triton.knobs.cache.scope():
+        triton.knobs.cache.dir = str(tmp_path / "knob-cache")
+        assert config.cache_dir() == str(tmp_path / "knob-cache")
+        _tuned_copy_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+    assert torch.equal(out, x)
+    assert len(list((tmp_path / "knob-cache" / "autotune").glob("*.json"))) == 1
+    assert config.cache_dir() == default
+
+
 def test_static_assert_failure_is_a_compile_time_assertion_failure():
     @triton.jit
     def k(x_ptr, BLOCK: tl.constexpr):

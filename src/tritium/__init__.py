@@ -10,6 +10,7 @@ from .errors import (  # noqa: F401
     OutOfResources, TritonError, TritiumError,
 )
 from . import runtime  # noqa: F401
+from . import knobs  # noqa: F401
 from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # noqa: F401
 from .runtime.jit import JITFunction, jit  # noqa: F401
 from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: F401

@@ -79,7 +79,11 @@ def spin_check_after() -> int:
 def cache_dir() -> str:
     """TRITIUM_CACHE_DIR: the folder tritium keeps its on-disk caches in (the autotuner's winning
     configs, under ``autotune/``). Default: ``~/.cache/tritium`` (``$XDG_CACHE_HOME/tritium`` when
-    XDG_CACHE_HOME is set)."""
+    XDG_CACHE_HOME is set). A folder assigned to ``triton.knobs.cache.dir`` takes precedence."""
+    from . import knobs
+
+    if knobs.cache.is_set("dir"):
+        return os.path.expanduser(str(knobs.cache.dir))
     text = os.environ.get("TRITIUM_CACHE_DIR", "").strip()
     if text:
         return os.path.expanduser(text)

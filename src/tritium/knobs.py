@@ -1,0 +1,128 @@
+"""``triton.knobs``: the settings objects Triton scripts and test suites read, assign and scope.
+
+Each group (``knobs.cache``, ``knobs.compilation``, ``knobs.autotuning``, ``knobs.runtime``,
+``knobs.language``) has attributes that read an environment variable until a value is assigned
+to them; ``group.scope()`` restores on exit whatever was assigned inside it, ``group.reset()``
+forgets the assignments, ``group.copy()`` gives an independent copy.
+
+What tritium acts on: ``cache.dir``, once assigned, is the folder of tritium's on-disk caches
+(the autotuner's results) in place of ``TRITIUM_CACHE_DIR``; ``runtime.interpret`` is True, since
+every kernel runs on the interpreter. The other knobs are kept and returned, for code that reads
+them, but change nothing here (there is no GPU compiler to configure).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, Optional
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on", "y")
+
+
+class _knob:
+    """An attribute that reads the environment variable ``env`` (parsed by ``parse``) until a value
+    is assigned to it; ``default`` (a value, or a function of the group) when the variable is unset."""
+
+    def __init__(self, env: Optional[str], default: Any = None, parse: Callable[[str], Any] = str):
+        self.env = env
+        self.default = default
+        self.parse = parse
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, group, owner=None):
+        if group is None:
+            return self
+        if self.name in group.__dict__:
+            return group.__dict__[self.name]
+        text = os.environ.get(self.env) if self.env else None
+        if text is not None:
+            return self.parse(text)
+        return self.default(group) if callable(self.default) else self.default
+
+    def __set__(self, group, value):
+        group.__dict__[self.name] = value
+
+    def __delete__(self, group):
+        group.__dict__.pop(self.name, None)
+
+
+def _str(env, default=None):
+    return _knob(env, default, str)
+
+
+def _bool(env, default=False):
+    return _knob(env, default, _parse_bool)
+
+
+def _int(env, default=0):
+    return _knob(env, default, int)
+
+
+class base_knobs:
+    """A group of knobs."""
+
+    def is_set(self, name: str) -> bool:
+        """Whether ``name`` was assigned (rather than read from the environment or its default)."""
+        return name in self.__dict__
+
+    def copy(self):
+        other = type(self)()
+        other.__dict__.update(self.__dict__)
+        return other
+
+    def reset(self):
+        self.__dict__.clear()
+        return self
+
+    @contextlib.contextmanager
+    def scope(self):
+        saved = dict(self.__dict__)
+        try:
+            yield
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+
+class cache_knobs(base_knobs):
+    home_dir = _str("TRITON_HOME", lambda group: os.path.expanduser("~/"))
+    dir = _str("TRITON_CACHE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "cache"))
+    dump_dir = _str("TRITON_DUMP_DIR", lambda group: os.path.join(group.home_dir, ".triton", "dump"))
+    override_dir = _str("TRITON_OVERRIDE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "override"))
+
+
+class compilation_knobs(base_knobs):
+    override = _bool("TRITON_KERNEL_OVERRIDE")
+    dump_ir = _bool("TRITON_KERNEL_DUMP")
+    always_compile = _bool("TRITON_ALWAYS_COMPILE")
+    disable_line_info = _bool("TRITON_DISABLE_LINE_INFO")
+    front_end_debugging = _bool("TRITON_FRONT_END_DEBUGGING")
+    allow_non_constexpr_globals = _bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
+    listener = _knob(None)
+
+
+class autotuning_knobs(base_knobs):
+    cache = _bool("TRITON_CACHE_AUTOTUNING")
+    print = _bool("TRITON_PRINT_AUTOTUNING")
+    listener = _knob(None)
+
+
+class runtime_knobs(base_knobs):
+    interpret = _knob(None, True)
+    debug = _bool("TRITON_DEBUG")
+    override_arch = _str("TRITON_OVERRIDE_ARCH")
+
+
+class language_knobs(base_knobs):
+    default_fp_fusion = _bool("TRITON_DEFAULT_FP_FUSION", True)
+
+
+cache = cache_knobs()
+compilation = compilation_knobs()
+autotuning = autotuning_knobs()
+runtime = runtime_knobs()
+language = language_knobs()
