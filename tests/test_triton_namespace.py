@@ -320,6 +320,26 @@ def test_knobs_cache_dir_is_where_autotune_results_go(tmp_path):
     assert config.cache_dir() == default
 
 
+# triton.experimental.gluon ----------------------------------------------------------------------
+def test_gluon_kernels_can_be_defined_but_not_launched(triton_alias):
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+
+    @gluon.jit
+    def gluon_kernel(x_ptr, N: gl.constexpr, BLOCK: gl.constexpr):
+        gl.store(x_ptr + gl.arange(0, BLOCK, layout=gl.BlockedLayout([1], [32], [4], [0])), 1.0)
+
+    @gluon.jit(debug=True)
+    def another(x_ptr):
+        pass
+
+    assert gluon_kernel.__name__ == "gluon_kernel" and gl.float32 is tl.float32
+    with pytest.raises(NotImplementedError, match="Gluon kernel 'gluon_kernel' cannot run"):
+        gluon_kernel[(1,)](torch.zeros(128), 128, BLOCK=128)
+    with pytest.raises(NotImplementedError, match="Gluon kernel 'another'"):
+        another[(1,)](torch.zeros(1))
+
+
 def test_static_assert_failure_is_a_compile_time_assertion_failure():
     @triton.jit
     def k(x_ptr, BLOCK: tl.constexpr):

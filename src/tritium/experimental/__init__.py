@@ -1,0 +1,1 @@
+"""``triton.experimental``: only the names scripts import; see ``gluon``."""
