@@ -49,7 +49,7 @@ def apply(fn: str, x: np.ndarray) -> np.ndarray:
     """``fn`` (a libm function of one double) elementwise; fp32 in -> fp32 out, rounded once."""
     suffix = "f32" if x.dtype == np.float32 else "f64"
     source = np.ascontiguousarray(x, dtype=np.float32 if suffix == "f32" else np.float64)
-    loop = vector_math.erf_f32_loop() if fn == "erf" and suffix == "f32" else None
+    loop = vector_math.fp32_loop(fn) if suffix == "f32" else None
     if loop is None:
         loops = _loops(fn)
         if loops is None:
