@@ -552,17 +552,18 @@ def _libm_rounded(fn, v: float) -> float:
         return math.inf
 
 
-@pytest.mark.parametrize("fn", ["exp", "exp2"])
-def test_fp32_exp_is_fp64_libm_rounded_once(fn):
-    """fp32 exp/exp2 are computed in fp64 and rounded once: bit for bit what C's exp/exp2 give for
-    the widened argument, rounded to fp32, across the range where the result goes from 0 through
-    subnormals to inf, and at the thresholds. Oracle: Python's math module (the C library)."""
+@pytest.mark.parametrize("fn", ["exp", "exp2", "erf"])
+def test_fp32_math_is_fp64_libm_rounded_once(fn):
+    """fp32 exp/exp2/erf are computed in fp64 and rounded once: bit for bit what C's functions give
+    for the widened argument, rounded to fp32, across the range where the result goes from 0
+    through subnormals to inf (exp, exp2) or to +-1 (erf), and at the thresholds. Oracle: Python's
+    math module (the C library)."""
     r = rng()
-    low, high = (-105.0, 89.0) if fn == "exp" else (-151.0, 128.5)
+    low, high = {"exp": (-105.0, 89.0), "exp2": (-151.0, 128.5), "erf": (-5.0, 5.0)}[fn]
     x = np.concatenate([r.uniform(low, high, 20_000), r.standard_normal(5_000) * 4,
                         [88.72283, 88.72284, -87.33654, -103.97208, 127.99999, 128.0, -126.0, -149.0, -149.5, -150.0,
                          1e-30, -1e-30, 0.0, -0.0, 1e30, -1e30]]).astype(np.float32)
-    ref_fn = math.exp if fn == "exp" else math.exp2
+    ref_fn = {"exp": math.exp, "exp2": math.exp2, "erf": math.erf}[fn]
     with np.errstate(over="ignore"):  # results just past fp32's largest round to inf
         expected = np.array([_libm_rounded(ref_fn, float(v)) for v in x]).astype(np.float32)
     assert_bits_equal(run_unary(fn, x, block=1024), expected, fn)
