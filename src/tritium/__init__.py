@@ -15,7 +15,11 @@ from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # 
 from .runtime.jit import JITFunction, jit  # noqa: F401
 from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: F401
 
-__version__ = "0.1.0"
+# The Triton release whose language and API tritium follows. Libraries read triton.__version__ to
+# choose their code paths (tl.extra.libdevice from 3.0 on, tensor descriptors, knobs), so under
+# ``import triton`` this is what they must see; tritium's own release is __tritium_version__.
+__version__ = "3.9.0"
+__tritium_version__ = "0.1.0"
 
 
 def cdiv(x: int, y: int) -> int:

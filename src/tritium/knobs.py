@@ -6,7 +6,9 @@ to them; ``group.scope()`` restores on exit whatever was assigned inside it, ``g
 forgets the assignments, ``group.copy()`` gives an independent copy.
 
 What tritium acts on: ``cache.dir``, once assigned, is the folder of tritium's on-disk caches
-(the autotuner's results) in place of ``TRITIUM_CACHE_DIR``; ``runtime.interpret`` is True, since
+(the autotuner's results) in place of ``TRITIUM_CACHE_DIR``; ``language.fp32_default``
+(``TRITON_F32_DEFAULT``) is the precision of fp32 ``tl.dot`` calls that name none, read when a
+kernel is compiled (a new value compiles the kernel again); ``runtime.interpret`` is True, since
 every kernel runs on the interpreter. The other knobs are kept and returned, for code that reads
 them, but change nothing here (there is no GPU compiler to configure).
 """
@@ -119,6 +121,9 @@ class runtime_knobs(base_knobs):
 
 class language_knobs(base_knobs):
     default_fp_fusion = _bool("TRITON_DEFAULT_FP_FUSION", True)
+    # the input_precision of fp32 tl.dot calls that give none ("tf32", "tf32x3" or "ieee");
+    # unset, "tf32", as on NVIDIA GPUs
+    fp32_default = _str("TRITON_F32_DEFAULT")
 
 
 cache = cache_knobs()

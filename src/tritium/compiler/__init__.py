@@ -32,3 +32,12 @@ def compile_ir(jit_fn, arg_specs) -> CompiledIR:
     if "ir" in config.dump_stages():
         print(f"// IR of {fn.name}\n{fn}", file=sys.stderr)
     return CompiledIR(fn, static_output)
+
+
+def __getattr__(name):
+    # triton.compiler.CompiledKernel, imported on first use: runtime.jit imports this package.
+    if name == "CompiledKernel":
+        from .compiler import CompiledKernel
+
+        return CompiledKernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,6 +30,20 @@ def current() -> "Semantic":
     return sem
 
 
+def default_fp32_dot_precision() -> str:
+    """The input_precision of an fp32 ``tl.dot`` that names none: ``knobs.language.fp32_default``
+    (``TRITON_F32_DEFAULT``) when set, else "tf32", as on NVIDIA GPUs."""
+    from .. import knobs
+
+    value = knobs.language.fp32_default
+    if value is None or value == "":
+        return "tf32"
+    if value not in ("tf32", "tf32x3", "ieee"):
+        raise ValueError(f"TRITON_F32_DEFAULT (knobs.language.fp32_default) must be 'tf32', 'tf32x3' or 'ieee', "
+                         f"got {value!r}")
+    return value
+
+
 def _is_number(x) -> bool:
     x = unwrap(x)
     return isinstance(x, (bool, int, float)) and not isinstance(x, tensor)
@@ -690,7 +704,7 @@ class Semantic:
         precision = unwrap(input_precision)
         if precision is None:
             allow = unwrap(allow_tf32)
-            precision = "ieee" if allow is False else "tf32"
+            precision = "ieee" if allow is False else default_fp32_dot_precision()
         if precision not in ("tf32", "tf32x3", "ieee"):
             raise ValueError(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {precision!r}")
         if not a.dtype.is_fp32():

@@ -264,3 +264,30 @@ class tensor:
 
 class tuple_type(builtins.tuple):
     pass
+
+
+CONSTEXPR_0 = constexpr(0)
+
+
+@builtin
+def get_int_dtype(bitwidth, signed):
+    """The integer dtype of ``bitwidth`` bits (1, 8, 16, 32 or 64), signed or not; callable from
+    Python and, with compile-time arguments, from kernels (as Triton's ``tl.core.get_int_dtype``)."""
+    bitwidth, signed = int(unwrap(bitwidth)), bool(unwrap(signed))
+    if bitwidth == 1:
+        return T.int1
+    if bitwidth not in (8, 16, 32, 64):
+        raise ValueError(f"get_int_dtype: no integer dtype of {bitwidth} bits (1, 8, 16, 32 or 64)")
+    return T.dtype(f"{'' if signed else 'u'}int{bitwidth}")
+
+
+def __getattr__(name):
+    # Triton defines its builtins (tl.view, tl.load, the dtypes...) in triton.language.core, and
+    # code reaches them there; tritium defines them in other modules of the package.
+    import importlib
+
+    package = importlib.import_module(__package__)
+    value = package.__dict__.get(name)
+    if value is None or isinstance(value, type(builtins)):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return value

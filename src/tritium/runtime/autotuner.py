@@ -88,7 +88,7 @@ class Config:
     """
 
     def __init__(self, kwargs: dict, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
-                 maxnreg: Optional[int] = None, pre_hook: Optional[Callable] = None):
+                 maxnreg: Optional[int] = None, pre_hook: Optional[Callable] = None, ir_override: Optional[str] = None):
         if not isinstance(kwargs, dict):
             raise TypeError(f"triton.Config takes a dict of meta-parameters first, got {type(kwargs).__name__}")
         self.kwargs = dict(kwargs)
@@ -97,6 +97,7 @@ class Config:
         self.num_ctas = num_ctas
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
+        self.ir_override = ir_override  # a GPU IR file to compile instead of the kernel: kept, not used
 
     def all_kwargs(self) -> dict:
         """The meta-parameters and the launch options that are set, as launch keyword arguments."""
@@ -335,8 +336,7 @@ class Autotuner(_Wrapper):
         self._check_names(self.keys, "the autotune key")
         self._check_names(self.reset_to_zero, "reset_to_zero")
         self._check_names(self.restore_value, "restore_value")
-        self.user_pre_hook = pre_hook
-        self.user_post_hook = post_hook
+        self._set_hooks(pre_hook, post_hook)
         prune_configs_by = prune_configs_by or {}
         unknown = set(prune_configs_by) - {"perf_model", "top_k", "early_config_prune"}
         if unknown:
@@ -356,6 +356,38 @@ class Autotuner(_Wrapper):
         self.configs_timings: Optional[dict] = None
         self.bench_time: float = 0.0
         self.nargs: Optional[dict] = None
+        self.base_fn = _base_jit(fn).fn
+
+    def _set_hooks(self, pre_hook, post_hook) -> None:
+        """``self.pre_hook(nargs, reset_only=False)`` runs before each timed launch and, with
+        ``reset_only=True``, once before the real launch that follows tuning; ``self.post_hook(nargs,
+        exception)`` after each timed launch. As in Triton, a user's hook replaces the default one,
+        which zeroes the ``reset_to_zero`` arguments and saves (then restores) the ``restore_value``
+        ones, skipping arguments that are None. Subclasses may replace both attributes."""
+        self.user_defined_pre_hook = pre_hook is not None
+        self.user_defined_post_hook = post_hook is not None
+        self.restore_copies: dict = {}
+        if pre_hook is not None:
+            self.pre_hook = pre_hook
+        else:
+            def default_pre_hook(nargs, reset_only=False):
+                for name in self.reset_to_zero:
+                    if nargs.get(name) is not None:
+                        nargs[name].zero_()
+                if not reset_only:
+                    self.restore_copies = {name: nargs[name].clone() for name in self.restore_value
+                                           if nargs.get(name) is not None}
+
+            self.pre_hook = default_pre_hook
+        if post_hook is not None:
+            self.post_hook = post_hook
+        else:
+            def default_post_hook(nargs, exception):
+                for name, saved in self.restore_copies.items():
+                    nargs[name].copy_(saved)
+                self.restore_copies = {}
+
+            self.post_hook = default_post_hook
 
     # the key, pruning and timing -------------------------------------------------------------
     def _key(self, all_args: dict) -> tuple:
@@ -385,7 +417,7 @@ class Autotuner(_Wrapper):
                 configs = sorted(configs, key=lambda c: estimates[c])[:top_k]
         return configs
 
-    def _bench(self, args, kwargs, grid, config: Config, restore: dict):
+    def _bench(self, args, kwargs, grid, config: Config):
         """Median, 20th and 80th percentile times (ms) of one config; inf when it cannot run."""
         launch_kwargs = {**kwargs, **config.all_kwargs()}
         full_nargs = {**dict(zip(self.arg_names, args)), **launch_kwargs}
@@ -393,21 +425,15 @@ class Autotuner(_Wrapper):
         def kernel_call():
             if config.pre_hook is not None:
                 config.pre_hook(full_nargs)
-            for name in self.reset_to_zero:
-                full_nargs[name].zero_()
-            if self.user_pre_hook is not None:
-                self.user_pre_hook(full_nargs)
-            error = None
+            self.pre_hook(full_nargs)
             try:
                 self.fn.run(*args, grid=grid, **launch_kwargs)
             except BaseException as e:
-                error = e
-                raise
-            finally:
-                for name, saved in restore.items():
-                    full_nargs[name].copy_(saved)
-                if self.user_post_hook is not None:
-                    self.user_post_hook(full_nargs, exception=error)
+                try:
+                    self.post_hook(full_nargs, exception=e)
+                finally:
+                    raise
+            self.post_hook(full_nargs, exception=None)
 
         try:
             if self.user_do_bench is not None:
@@ -457,7 +483,6 @@ class Autotuner(_Wrapper):
                 self.bench_time = 0.0
                 return stored
         started = time.perf_counter()
-        restore = {name: all_args[name].clone() for name in self.restore_value}
         key_text = ", ".join(f"{name}={repr(all_args[name])[:24]}" for name in self.keys if name in all_args)
         progress = _Progress(self.__name__, key_text, len(configs))
         timings: dict = {}
@@ -465,7 +490,7 @@ class Autotuner(_Wrapper):
         try:
             progress.update(0, None, best_time)
             for done, config in enumerate(configs, start=1):
-                timings[config] = self._bench(args, kwargs, grid, config, restore)
+                timings[config] = self._bench(args, kwargs, grid, config)
                 if best is None or timings[config] < timings[best]:
                     best, best_time = config, timings[config][0]
                 progress.update(done, best, best_time)
@@ -474,8 +499,8 @@ class Autotuner(_Wrapper):
         self.bench_time = time.perf_counter() - started
         self.configs_timings = timings
         best = min(timings, key=timings.get)
-        for name in self.reset_to_zero:  # the real launch starts from zeros, as the timed ones did
-            all_args[name].zero_()
+        # the real launch starts from zeros, as the timed ones did
+        self.pre_hook({**all_args, **best.all_kwargs()}, reset_only=True)
         if identity is not None and timings[best][0] != float("inf"):
             self.disk_cache.store(identity, best, timings, self.bench_time)
         return best

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .. import config
+from .. import config, knobs
 from ..compiler.frontend import is_constexpr_annotation, parse_function
 from ..compiler.ir import types as T
 from ..errors import LaunchError, TritonError
@@ -337,6 +337,8 @@ class JITFunction(KernelInterface):
                     raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
                 key.append(part)
                 specs[p.name] = spec
+        # read while compiling (the precision of fp32 tl.dot calls that name none): part of the key
+        key.append(("fp32_default", knobs.language.fp32_default))
         return tuple(key), specs
 
     # compile and launch -----------------------------------------------------------------------------
