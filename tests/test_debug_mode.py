@@ -72,6 +72,35 @@ def test_race_between_two_programs_names_both_and_the_element(batched, monkeypat
     assert_points_at(error, overlapping_blocks, "tl.store(out_ptr + offs")
 
 
+@triton.jit
+def store_through_two_pointers(a_ptr, b_ptr, a_index, b_index):
+    """Program 0 stores through a_ptr, program 1 through b_ptr."""
+    pid = tl.program_id(0)
+    if pid == 0:
+        tl.store(a_ptr + a_index, 1)
+    else:
+        tl.store(b_ptr + b_index, 2)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_race_through_two_arguments_aliasing_one_tensor(batched, monkeypatch):
+    """Two pointer arguments over the same memory (one a view starting 4 elements in): stores by
+    two programs to one element through different arguments are a race; to different elements,
+    not. Oracle: the element each store lands on, worked out by hand."""
+    if not batched:
+        monkeypatch.setenv("TRITIUM_BATCH_ELEMENTS", "1")
+    x = np.zeros(16, np.int32)
+    with pytest.raises(RaceError) as info:
+        store_through_two_pointers[(2,)](x, x[4:], 6, 2, debug=True)  # both land on x[6]
+    assert info.value.program_ids == [(0, 0, 0), (1, 0, 0)]
+    x = np.zeros(16, np.int32)
+    store_through_two_pointers[(2,)](x, x[4:], 6, 3, debug=True)  # x[6] and x[7]: no race
+    assert x[6] == 1 and x[7] == 2
+    y = np.zeros(16, np.int32)
+    store_through_two_pointers[(2,)](y, np.zeros(16, np.int32), 6, 6, debug=True)  # different tensors
+    assert y[6] == 1
+
+
 def test_without_debug_mode_the_last_store_wins():
     out = np.zeros(64, np.int32)
     overlapping_blocks[(4,)](out, BLOCK=16)

@@ -201,6 +201,33 @@ def debug_tables(exec_table: dict, affine_table: dict) -> tuple[dict, dict]:
 
 
 # races -----------------------------------------------------------------------------------------------
+def _alias_groups(allocations) -> dict:
+    """id(allocation) -> (allocations sharing its bytes, lowest address, elements spanned), for the
+    arguments whose byte ranges overlap another's with the same element size and alignment; the
+    others are not in it. (Overlaps of different element sizes keep separate records.)"""
+    groups: dict = {}
+    by_size: dict = {}
+    for alloc in allocations:
+        if alloc.nbytes > 0:
+            by_size.setdefault((max(1, alloc.element_size), alloc.address % max(1, alloc.element_size)), []).append(alloc)
+    for (size, _), allocs in by_size.items():
+        allocs = sorted(allocs, key=lambda a: a.address)
+        run = [allocs[0]]
+        end = allocs[0].address + allocs[0].nbytes
+        for alloc in allocs[1:] + [None]:
+            if alloc is not None and alloc.address < end:
+                run.append(alloc)
+                end = max(end, alloc.address + alloc.nbytes)
+                continue
+            if len(run) > 1:
+                start = run[0].address
+                entry = (run, start, -(-(end - start) // size))
+                groups.update({id(member): entry for member in run})
+            if alloc is not None:
+                run, end = [alloc], alloc.address + alloc.nbytes
+    return groups
+
+
 class DebugChecks:
     """Per launch: who stored where, and (for kernels whose programs run one at a time) which
     program's stores the running program is ordered after through acquire/release atomics.
@@ -227,6 +254,7 @@ class DebugChecks:
         self._snapshots: dict[int, np.ndarray] = {}
         self._refs: dict[int, int] = {}
         self._next_snapshot = 0
+        self._alias_groups = _alias_groups(memory.allocations)
         memory.checks = self
 
     def program(self, linear: int) -> tuple[int, int, int]:
@@ -249,19 +277,30 @@ class DebugChecks:
         size = max(1, alloc.element_size)
         return -(-alloc.nbytes // size)
 
+    def _alias_views(self, store: dict, alloc, fill: int) -> np.ndarray:
+        """``store[id(alloc)]``, made on first use, shared with the arguments that alias ``alloc``."""
+        view = store.get(id(alloc))
+        if view is None:
+            group = self._alias_groups.get(id(alloc))
+            if group is None:
+                view = store[id(alloc)] = np.full(self._units(alloc), fill, dtype=np.int32)
+            else:
+                members, start, units = group
+                shared = np.full(units, fill, dtype=np.int32)
+                for member in members:
+                    first = (member.address - start) // max(1, member.element_size)
+                    store[id(member)] = shared[first:first + self._units(member)]
+                view = store[id(alloc)]
+        return view
+
     def _writer_of(self, alloc) -> np.ndarray:
-        writers = self._writers.get(id(alloc))
-        if writers is None:
-            writers = self._writers[id(alloc)] = np.zeros(self._units(alloc), dtype=np.int32)
-            if self.program_order:
-                self._epochs[id(alloc)] = np.zeros(self._units(alloc), dtype=np.int32)
+        writers = self._alias_views(self._writers, alloc, 0)
+        if self.program_order:
+            self._alias_views(self._epochs, alloc, 0)
         return writers
 
     def _sync_of(self, alloc) -> np.ndarray:
-        sync = self._sync.get(id(alloc))
-        if sync is None:
-            sync = self._sync[id(alloc)] = np.full(self._units(alloc), -1, dtype=np.int32)
-        return sync
+        return self._alias_views(self._sync, alloc, -1)
 
     # stores ------------------------------------------------------------------------------------------
     def _tick(self) -> None:
