@@ -76,3 +76,71 @@ def test_return_under_a_constexpr_condition_is_resolved_at_compile_time():
     constexpr_return[(1,)](out, EARLY=False)
     assert out.item() == 2.0
     assert " if " not in constexpr_return.ir("*fp32", EARLY=True)
+
+
+@triton.jit
+def rows_after_an_early_return(x_ptr, out_ptr, n_rows, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    x_ptr = x_ptr + pid * BLOCK  # a scalar pointer here...
+    factor = 1
+    if pid >= n_rows:
+        return
+    offs = tl.arange(0, BLOCK)
+    x_ptr = x_ptr + offs  # ...and a block of pointers after the return: the returned programs never read it
+    factor = SCALE * 1.5  # an int before, a float constexpr after
+    total = tl.sum(tl.load(x_ptr), axis=0)  # defined only after the return
+    out_ptr = out_ptr + pid
+    tl.store(out_ptr, total * factor)
+
+
+def test_variables_change_kind_after_an_early_return():
+    # as in Triton, where the code after `if ...: return` simply follows it
+    x = torch.arange(48.0).reshape(3, 16)
+    out = torch.full((5,), -1.0)
+    rows_after_an_early_return[(5,)](x, out, 3, SCALE=2, BLOCK=16)
+    assert torch.equal(out[:3], x.sum(1) * 3.0)
+    assert torch.equal(out[3:], torch.full((2,), -1.0))
+
+
+@triton.jit
+def nested_return_then_use(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid % 2 == 0:
+        if pid % 4 == 0:
+            return
+        v = tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK))  # a block, defined under the guard only
+    else:
+        v = tl.zeros((BLOCK,), tl.float32) + 1.0
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), v * 2)
+
+
+def test_a_variable_defined_after_a_nested_return_is_visible_after_the_if():
+    x = torch.arange(64.0)
+    out = torch.zeros(64)
+    nested_return_then_use[(8,)](x, out, BLOCK=8)
+    expected = torch.zeros(8, 8)
+    for p in range(8):
+        if p % 4 == 0:
+            continue
+        expected[p] = x[p * 8:(p + 1) * 8] * 2 if p % 2 == 0 else 2.0
+    assert torch.equal(out.reshape(8, 8), expected)
+
+
+@triton.jit
+def loop_changes_kind_after_return_error(out_ptr, n):
+    acc = 0
+    if n > 3:
+        return
+    for i in range(n):
+        acc = acc + 1
+    acc = acc + tl.arange(0, 4)  # fine: after the return, acc may become a block
+    tl.store(out_ptr + tl.arange(0, 4), acc)
+
+
+def test_loop_after_early_return_then_kind_change():
+    out = torch.zeros(4, dtype=torch.int32)
+    loop_changes_kind_after_return_error[(1,)](out, 2)
+    assert out.tolist() == [2, 3, 4, 5]
+    out.zero_()
+    loop_changes_kind_after_return_error[(1,)](out, 5)
+    assert out.tolist() == [0, 0, 0, 0]

@@ -20,7 +20,7 @@ import tritium.language as tl
 from tritium.runtime.autotuner import Autotuner
 
 
-def test_torch_compile_and_dynamo_work_when_triton_is_tritium():
+def test_torch_compile_and_dynamo_work_when_triton_is_tritium(tmp_path):
     # torch imports triton.backends.compiler, triton.compiler.compiler, triton.compiler.CompiledKernel
     # and inspects triton.language.core.view once `import triton` succeeds.
     script = textwrap.dedent("""
@@ -41,12 +41,41 @@ def test_torch_compile_and_dynamo_work_when_triton_is_tritium():
         x = torch.linspace(-2, 2, 7)
         assert torch.equal(eager(x), x + 1)
         torch.testing.assert_close(compiled(x), torch.sin(x) * 2)
+        # torch.library.wrap_triton reads JITFunction.params (num, name, is_constexpr) and launches
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def scale(x_ptr, out_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * FACTOR, mask=offs < n)
+
+        out = torch.empty(7)
+        torch.library.wrap_triton(scale)[lambda meta: (triton.cdiv(7, meta["BLOCK"]),)](x, out, 7, FACTOR=3, BLOCK=4)
+        assert torch.equal(out, x * 3)
         import triton.backends
         print("ok", sorted(triton.backends.backends))
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    path = tmp_path / "uses_torch_compile.py"  # a file: kernels need their source
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok []")
+
+
+@triton.jit(do_not_specialize=["n"])
+def described(x_ptr, n, BLOCK: tl.constexpr, scale=2.0):
+    pass
+
+
+def test_kernel_params_describe_each_parameter_as_triton_does():
+    params = described.params
+    assert [p.num for p in params] == [0, 1, 2, 3]
+    assert [p.name for p in params] == ["x_ptr", "n", "BLOCK", "scale"]
+    assert [p.is_constexpr for p in params] == [False, False, True, False]
+    assert [p.do_not_specialize for p in params] == [False, True, False, False]
+    assert [p.has_default for p in params] == [False, False, False, True] and params[3].default == 2.0
+    assert not any(p.is_const for p in params)
 
 
 def test_compiler_modules_name_what_triton_has_there():

@@ -24,6 +24,9 @@ from typing import Optional
 RETURNED = "__returned__"
 RETVAL = "__retval__"
 EXIT_FLAGS = "tritium_exit_flags"  # on an ast.For: the flags that end it (see above)
+# on an ast.If that guards the rest of a block with `if not __returned__:` alone: the programs that
+# skip it have returned and read none of the variables it assigns (see the frontend's _join)
+SKIPPED_BY_RETURN = "tritium_skipped_by_return"
 
 
 def _contains_return(statements) -> bool:
@@ -126,6 +129,8 @@ class _Rewriter:
             rest = statements[i + 1:]
             if flags and rest:
                 guard = ast.If(test=_none_set(flags, rest[0]), body=self.block(rest, loop), orelse=[])
+                if flags == [RETURNED]:
+                    setattr(guard, SKIPPED_BY_RETURN, True)
                 out.append(ast.copy_location(guard, rest[0]))
                 return out
         return out

@@ -22,7 +22,7 @@ from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
 from ..language.tensor_descriptor import tensor_descriptor_type
 from .aggregates import LEAF, Aggregate, describe_structure, flatten, is_composite
-from .control_flow import EXIT_FLAGS, RETVAL, lower_early_returns
+from .control_flow import EXIT_FLAGS, RETVAL, SKIPPED_BY_RETURN, lower_early_returns
 from .ir import types as T
 from .ir.builder import Builder
 from .ir.ops import Function, Location, Region
@@ -318,7 +318,8 @@ class CodeGenerator(ast.NodeVisitor):
         cond = self._runtime_condition(cond, node.test, "if")
         then_scope, else_scope, then_region, else_region, then_returned, else_returned = self._branches(
             lambda: self.visit_block(node.body), lambda: self.visit_block(node.orelse))
-        self._join(node, cond, then_scope, else_scope, then_region, else_region)
+        self._join(node, cond, then_scope, else_scope, then_region, else_region,
+                   else_unread=getattr(node, SKIPPED_BY_RETURN, False))
 
     def _runtime_condition(self, cond: tensor, node, what: str) -> tensor:
         if cond.type.is_block():
@@ -348,14 +349,31 @@ class CodeGenerator(ast.NodeVisitor):
         (then_scope, then_region, then_ret), (else_scope, else_region, else_ret) = results
         return then_scope, else_scope, then_region, else_region, then_ret, else_ret
 
-    def _join(self, node, cond, then_scope, else_scope, then_region, else_region) -> None:
+    def _join(self, node, cond, then_scope, else_scope, then_region, else_region, else_unread=False) -> None:
         """Binds, after a run-time ``if``, the names both branches define. Values that differ become
-        results of an ``if`` op; tuples and aggregates (block pointers...) are joined leaf by leaf."""
+        results of an ``if`` op; tuples and aggregates (block pointers...) are joined leaf by leaf.
+
+        ``else_unread``: the ``if`` guards the rest of a block after an early return, and the
+        programs that take the else-branch have returned, so they read none of the kernel's
+        variables again. A variable the then-branch assigns (or defines) keeps the then-branch's
+        kind and type whatever it was before, as when the rest of the kernel simply follows the
+        return (Triton accepts ``x = x + offsets`` there, turning a pointer into a block of them)."""
         before = self.scope
         joined = []  # (name, rebuild, leaves): a leaf is a value, or a _Result of the `if` op
         then_values, else_values = [], []
         for name in list(then_scope) + [n for n in else_scope if n not in then_scope]:
             in_then, in_else = name in then_scope, name in else_scope
+            if else_unread and in_then and not name.startswith("__"):
+                a = then_scope[name]
+                if in_else and else_scope[name] is a:
+                    continue
+                if _is_static(a):
+                    before[name] = a  # the else-branch's programs never read it
+                    continue
+                if not in_else or not self._joinable(a, else_scope[name]):
+                    with self.builder.insert_into(else_region):
+                        else_scope[name] = self._placeholder_like(a)
+                in_else = True
             if not (in_then and in_else):
                 continue  # defined in one branch only: not visible after the `if`
             a, b = then_scope[name], else_scope[name]
@@ -418,6 +436,28 @@ class CodeGenerator(ast.NodeVisitor):
                              "else-branch; both branches must give it the same type",
                              f"convert one of them, e.g. {name} = {name}.to(tl.{_type_hint(a.type)})")
         return a, b
+
+    @staticmethod
+    def _joinable(a, b) -> bool:
+        """Whether ``_join`` can merge ``a`` and ``b``: the same structure, and leaf by leaf the same
+        value, tensors of one type, or a number beside a scalar tensor."""
+        a_leaves, _, a_structure = flatten(a)
+        b_leaves, _, b_structure = flatten(b)
+        if a_structure != b_structure:
+            return False
+        for x, y in zip(a_leaves, b_leaves):
+            if _same_leaf(x, y):
+                continue
+            if isinstance(x, tensor) and isinstance(y, tensor):
+                if x.type != y.type:
+                    return False
+            elif isinstance(x, tensor) or isinstance(y, tensor):
+                other, value = (x, y) if isinstance(x, tensor) else (y, x)
+                if other.type.is_block() or not (_is_static(value) and _is_number(value)):
+                    return False
+            elif not (_is_number(x) and _is_number(y)):
+                return False
+        return True
 
     def _placeholder_like(self, value):
         """A value of ``value``'s kind and types (zeros), for a path that never reads it."""

@@ -263,6 +263,42 @@ def _register_exec_source(fn) -> str:
     return ""
 
 
+class KernelParam:
+    """One parameter of a @jit function, described as Triton does in ``JITFunction.params``:
+    ``num`` (its position), ``name``, ``annotation``, ``default`` and ``has_default``,
+    ``is_constexpr``, ``is_const``, ``do_not_specialize`` (code that inspects kernels, such as torch's
+    ``wrap_triton``, reads these). ``kind`` is the ``inspect.Parameter``'s."""
+
+    def __init__(self, num: int, param: inspect.Parameter, do_not_specialize: bool,
+                 do_not_specialize_on_alignment: bool = False):
+        self.num = num
+        self._param = param
+        self.do_not_specialize = do_not_specialize
+        self.do_not_specialize_on_alignment = do_not_specialize_on_alignment
+
+    name = property(lambda self: self._param.name)
+    annotation = property(lambda self: self._param.annotation)
+    default = property(lambda self: self._param.default)
+    kind = property(lambda self: self._param.kind)
+
+    @property
+    def has_default(self) -> bool:
+        return self._param.default is not inspect.Parameter.empty
+
+    @property
+    def is_constexpr(self) -> bool:
+        return is_constexpr_annotation(self._param.annotation)
+
+    @property
+    def is_const(self) -> bool:
+        annotation = self._param.annotation
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+        return "const" in text and not self.is_constexpr
+
+    def __repr__(self) -> str:
+        return f"KernelParam({self.num}, {self._param})"
+
+
 class JITFunction(KernelInterface):
     """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``."""
 
@@ -275,14 +311,17 @@ class JITFunction(KernelInterface):
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
         self.signature = inspect.signature(fn)
-        self.params = list(self.signature.parameters.values())
-        self.arg_names = [p.name for p in self.params]
-        self.constexprs = [i for i, p in enumerate(self.params) if is_constexpr_annotation(p.annotation)]
-        names = {p.name for p in self.params}
+        signature_params = list(self.signature.parameters.values())
+        self.arg_names = [p.name for p in signature_params]
+        names = set(self.arg_names)
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in do_not_specialize}
         unknown = self.do_not_specialize - names
         if unknown:
             raise LaunchError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
+        on_alignment = {self.arg_names[d] if isinstance(d, int) else d for d in do_not_specialize_on_alignment}
+        self.params = [KernelParam(i, p, p.name in self.do_not_specialize, p.name in on_alignment)
+                       for i, p in enumerate(signature_params)]
+        self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
         self._parsed = None
