@@ -247,10 +247,11 @@ class Semantic:
         positions = []
         for a in (unwrap(a) for a in axes):
             if not isinstance(a, int) or not -rank <= a < rank:
-                raise ValueError(f"expand_dims axis {a} is out of range for a result of rank {rank}")
+                raise ValueError(f"invalid axis {a}. Expected {-rank} <= axis < {rank} (expand_dims axes count in "
+                                 f"the result, of rank {rank})")
             positions.append(a % rank)
         if len(set(positions)) != len(positions):
-            raise ValueError(f"expand_dims axes {list(unwrap(a) for a in axes)} name the same position twice")
+            raise ValueError(f"expand_dims received duplicate axes, normalized axes = {positions}")
         for position in sorted(positions):
             shape.insert(position, 1)
         if not x.type.is_block():
@@ -285,7 +286,7 @@ class Semantic:
                 new_shape.append(shape[source_dim])
                 source_dim += 1
             else:
-                raise IndexError(f"unsupported block index {s!r}: only None and ':' are supported "
+                raise IndexError(f"unsupported tensor index: {s!r}; only None and ':' are supported "
                                  "(use tl.reshape, tl.expand_dims, or masks)")
         new_shape.extend(shape[source_dim:])
         if new_shape == shape:
