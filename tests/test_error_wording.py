@@ -11,7 +11,7 @@ import torch
 
 import tritium as triton
 import tritium.language as tl
-from tritium.errors import CompilationError
+from tritium.errors import CompilationError, InterpreterError
 
 
 @triton.jit
@@ -67,3 +67,27 @@ def test_expand_dims_reports_duplicate_axes_after_normalizing_them(a, b, normali
     with pytest.raises(CompilationError) as info:
         _expand_twice_at_one_place[(1,)](N=8, A=a, B=b)
     assert f"expand_dims received duplicate axes, normalized axes = {normalized}" in str(info.value.__cause__)
+
+
+@triton.jit
+def _narrow_descriptor_load(ptr):
+    desc = tl.make_tensor_descriptor(ptr, [64, 64], [64, 1], [4, 2])
+    desc.load([0, 0])
+
+
+@triton.jit
+def _narrow_descriptor_store(ptr):
+    desc = tl.make_tensor_descriptor(ptr, [64, 64], [64, 1], [2, 4])
+    desc.store([0, 0], tl.zeros([2, 4], dtype=tl.int16))
+
+
+@pytest.mark.parametrize("kernel,dtype,got", [
+    (_narrow_descriptor_load, torch.int32, "2 * 4 = 8 bytes"),
+    (_narrow_descriptor_store, torch.int16, "4 * 2 = 8 bytes"),
+])
+def test_a_descriptor_narrower_than_16_bytes_is_rejected_in_tritons_words(kernel, dtype, got):
+    with pytest.raises(InterpreterError) as info:
+        kernel[(1,)](torch.zeros((64, 64), dtype=dtype))
+    message = str(info.value.__cause__)
+    assert message.startswith("Descriptor block shape must have at least 16 bytes in the last dimension"), message
+    assert got in message

@@ -102,7 +102,7 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
         raise ValueError("int1 tensors are not supported by make_tensor_descriptor")
     row_bytes = block[-1] * element.itemsize
     if row_bytes < 16:
-        raise ValueError(f"a descriptor's block shape must have at least 16 bytes in the last dimension, but got "
+        raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
                          f"{block[-1]} * {element.itemsize} = {row_bytes} bytes")
     last = unwrap(strides[-1])
     if isinstance(last, tensor) or isinstance(last, bool) or last != 1:
