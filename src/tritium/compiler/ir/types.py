@@ -120,6 +120,13 @@ class dtype:
         return self._facts.mantissa
 
     @property
+    def exponent_bias(self) -> int:
+        """The bias of a float type's exponent field (fp16: 15, fp32: 127), as Triton's dtypes have it."""
+        if self.kind != Kind.FLOAT:
+            raise AttributeError(f"{self.name} is not a floating-point type and has no exponent_bias")
+        return (1 << (self._facts.exponent - 1)) - 1
+
+    @property
     def itemsize(self) -> int:
         return max(1, self._facts.bits // 8)
 
