@@ -677,6 +677,22 @@ def exec_assert(ex, op, args, active):
     return []
 
 
+def _run_length(data: np.ndarray, axis: int, step: int) -> int:
+    """The largest power of two ``c`` such that along ``axis`` the values form aligned runs of ``c``
+    whose consecutive elements differ by ``step`` (1 for contiguity, 0 for constancy)."""
+    n = data.shape[axis]
+    if n < 2:
+        return 1
+    steps = np.diff(data, axis=axis) == step
+    within = np.arange(1, n)  # the step into position i; it crosses a run boundary when i % c == 0
+    c = n
+    while c > 1:
+        if np.all(np.compress(within % c != 0, steps, axis=axis)):
+            return c
+        c //= 2
+    return 1
+
+
 @handles("hint")
 def exec_hint(ex, op, args, active):
     x = args[0]
@@ -684,23 +700,41 @@ def exec_hint(ex, op, args, active):
     values = op.attrs["values"]
     ty = op.operands[0].type
     data = np.asarray(_full(x, ty, ex.batch if x.shape[0] != 1 else 1))
+    unit = 1
     if ty.scalar.is_ptr():
-        data = Memory.decode(data.astype(np.int64))[1]
+        # pointers: divisibility is of the address in bytes, contiguity in elements
+        tags, offsets = Memory.decode(data.astype(np.int64))
+        bases = np.array([0] + [a.address for a in ex.memory.allocations], dtype=np.int64)
+        known = (tags >= 0) & (tags < bases.size)
+        data = np.where(known, bases[np.clip(tags, 0, bases.size - 1)], 0) + offsets
+        element = ty.scalar.element_ty
+        unit = 8 if element.is_ptr() else element.itemsize
     if active is not None and data.shape[0] == ex.batch:
         data = data[active]
     if data.size == 0:
         return x
+    data = data.astype(np.int64)
+    rank = data.ndim - 1  # axis 0 is the program
     ok = True
     if kind == "multiple_of":
-        v = values[-1] if data.ndim == 1 or len(values) == 1 else values[-1]
-        ok = bool(np.all(data.astype(np.int64) % v == 0))
-    elif data.ndim > 1:
-        v = values[-1]
-        n = data.shape[-1]
-        if n % v == 0 and v > 1:
-            groups = data.astype(np.int64).reshape(data.shape[:-1] + (n // v, v))
-            steps = np.diff(groups, axis=-1)
-            ok = bool(np.all(steps == (1 if kind == "max_contiguous" else 0)))
+        # Triton's meaning: along each dimension, the first element of every contiguous group is a
+        # multiple of the value (every element, where the values are not contiguous)
+        per_dim = values if len(values) == rank else values[-1:] * max(1, rank)
+        if rank == 0:
+            ok = bool(np.all(data % per_dim[0] == 0))
+        for axis, v in enumerate(per_dim[:rank], start=1):
+            run = _run_length(data, axis, unit)
+            starts = data if run == 1 else np.take(data, np.arange(0, data.shape[axis], run), axis=axis)
+            ok = ok and bool(np.all(starts % v == 0))
+    elif rank > 0:
+        step = unit if kind == "max_contiguous" else 0
+        per_dim = values if len(values) == rank else (None,) * (rank - 1) + (values[-1],)
+        for axis, v in enumerate(per_dim, start=1):
+            n = data.shape[axis]
+            if v is None or v <= 1 or n % v:
+                continue
+            groups = data.reshape(data.shape[:axis] + (n // v, v) + data.shape[axis + 1:])
+            ok = ok and bool(np.all(np.diff(groups, axis=axis + 1) == step))
     if not ok:
         raise HintViolationError(render_location(
             op.loc, f"tl.{kind}({list(values)}) is false for the values this kernel computed",
