@@ -11,7 +11,7 @@ import pytest
 
 import tritium as triton
 import tritium.language as tl
-from tritium.errors import OutOfBoundsError
+from tritium.errors import DeadlockError, OutOfBoundsError
 
 
 @triton.jit
@@ -111,3 +111,59 @@ def test_irregular_program_starts_gather_whole_rows(dtype, transpose):
     gather_heads[(len(order),)](x, order, out, SEQ=seq, DIM=dim, TRANSPOSE=transpose)
     expected = x[order].transpose(0, 2, 1) if transpose else x[order]  # the transposed copy is [DIM, SEQ]
     np.testing.assert_array_equal(out.reshape(-1).view(np.uint8), np.ascontiguousarray(expected).reshape(-1).view(np.uint8))
+
+
+@triton.jit
+def collatz_steps(x_ptr, steps_ptr, peak_ptr, only_odd_programs: tl.constexpr):
+    """Per program, the Collatz trajectory of x[pid]: a while loop whose trip count depends on
+    the data. With only_odd_programs, even programs skip the loop (it runs under a divergent if)."""
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    steps = 0
+    peak = x
+    if (pid % 2 == 1) or (not only_odd_programs):
+        while x != 1:
+            x = tl.where(x % 2 == 0, x // 2, 3 * x + 1)
+            peak = tl.maximum(peak, x)
+            steps += 1
+    tl.store(steps_ptr + pid, steps)
+    tl.store(peak_ptr + pid, peak)
+
+
+def _collatz(n: int) -> tuple[int, int]:
+    steps, peak = 0, n
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        peak, steps = max(peak, n), steps + 1
+    return steps, peak
+
+
+@pytest.mark.parametrize("only_odd_programs", [False, True])
+@pytest.mark.parametrize("batch_elements", ["1", "1048576"])
+def test_while_with_per_program_trip_counts(only_odd_programs, batch_elements, monkeypatch):
+    monkeypatch.setenv("TRITIUM_BATCH_ELEMENTS", batch_elements)
+    x = np.array([1, 2, 3, 6, 7, 9, 27, 97, 871, 5, 1, 31], np.int64)
+    steps, peak = np.full(len(x), -1, np.int32), np.zeros(len(x), np.int64)
+    collatz_steps[(len(x),)](x, steps, peak, only_odd_programs=only_odd_programs)
+    for p, n in enumerate(x.tolist()):
+        expected = _collatz(n) if (p % 2 == 1 or not only_odd_programs) else (0, n)
+        assert (int(steps[p]), int(peak[p])) == expected, p
+
+
+@triton.jit
+def spin_unless_even(out_ptr):
+    pid = tl.program_id(0)
+    x = pid % 2
+    while x != 0:  # odd programs never leave
+        x = x * 1
+    tl.store(out_ptr + pid, pid)
+
+
+def test_endless_loop_of_some_programs_names_them(monkeypatch):
+    monkeypatch.setenv("TRITIUM_SPIN_CHECK_AFTER", "5")
+    out = np.zeros(6, np.int32)
+    with pytest.raises(DeadlockError) as info:
+        spin_unless_even[(6,)](out)
+    message = str(info.value)
+    assert "(1, 0, 0)" in message and "(3, 0, 0)" in message and "(5, 0, 0)" in message
+    assert "(0, 0, 0)" not in message and "(2, 0, 0)" not in message

@@ -567,18 +567,72 @@ def _for_compacted(ex, body, results, lb, step, live, index_dtype, carried):
             current = [_select_programs(c, keep) for c in current]
             members = members[keep]
         iv = (lb[members] + t * step[members]).astype(index_dtype)
-        if len(members) == ex.batch:
-            current = ex.run_region(body, None, [iv] + current)
-        else:
-            with ex.compacted(members):
-                current = ex.run_region(body, None, [iv] + current)
+        current = _run_on(ex, members, body, [iv] + current)
     for out, value, r in zip(final, current, results):
         out[members] = _full(_concrete(value), r.type, len(members))
     return final
 
 
+def _run_on(ex, members: np.ndarray, region, args) -> list:
+    """``region`` run by the programs ``members`` of the batch alone (compacted unless that is all)."""
+    if len(members) == ex.batch:
+        return ex.run_region(region, None, args)
+    with ex.compacted(members):
+        return ex.run_region(region, None, args)
+
+
+def _while_compacted(ex, op, carried, active):
+    """A ``while`` loop run by only the programs still in it: a program whose condition fails
+    leaves the batch, and the others carry on in a smaller one (as ``_for_compacted`` does). A
+    spin watch, when one starts, sees the programs still running as a mask over the batch."""
+    before, after = op.regions
+    batch = ex.batch
+    members = np.arange(batch) if active is None else np.flatnonzero(active)
+    if active is not None:
+        carried = [_select_programs(c, members) for c in carried]
+    final = None  # the results for the whole batch, made when the first program leaves
+    iterations, watch = 0, None
+    try:
+        while True:
+            iterations += 1
+            if iterations > ex.spin_check_after:
+                if watch is None:
+                    watch = checks.SpinWatch(ex, op)
+                running = None
+                if len(members) != batch:
+                    running = np.zeros(batch, dtype=bool)
+                    running[members] = True
+                watch.next_iteration(running, carried)
+            cond, *forwarded = _run_on(ex, members, before, carried)
+            if cond.shape[0] == 1 and bool(cond[0]):
+                carried = _run_on(ex, members, after, forwarded)
+                continue
+            if cond.shape[0] == 1 and final is None and len(members) == batch:
+                return forwarded  # the whole batch leaves together: its values stay as they are
+            cond = np.broadcast_to(cond, (len(members),))
+            leaving = np.flatnonzero(~cond)
+            if len(leaving):
+                if final is None:
+                    final = [np.zeros((batch,) + T.shape_of(r.type), dtype=np.asarray(_concrete(v)).dtype)
+                             for v, r in zip(forwarded, op.results)]
+                for out, value, r in zip(final, forwarded, op.results):
+                    out[members[leaving]] = _select_programs(_full(_concrete(value), r.type, len(members)), leaving)
+            keep = np.flatnonzero(cond)
+            if len(keep) == 0:
+                return final
+            if len(keep) < len(members):
+                forwarded = [_select_programs(v, keep) for v in forwarded]
+                members = members[keep]
+            carried = _run_on(ex, members, after, forwarded)
+    finally:
+        if watch is not None:
+            watch.close()
+
+
 @handles("while")
 def exec_while(ex, op, args, active):
+    if ex.can_compact():
+        return _while_compacted(ex, op, list(args), active)
     before, after = op.regions
     carried = list(args)
     running = active
