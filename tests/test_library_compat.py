@@ -256,3 +256,24 @@ def test_triton_f32_default_sets_the_precision_of_dots_that_name_none(monkeypatc
     monkeypatch.setenv("TRITON_F32_DEFAULT", "fp16")
     with pytest.raises(triton.CompilationError, match="TRITON_F32_DEFAULT"):
         fp32_matmul[(1,)](torch.from_numpy(a), torch.from_numpy(b), c, N=16)
+
+
+# a helper's tl.constexpr annotation ---------------------------------------------------------------
+@triton.jit
+def _shifted(x, offs: tl.constexpr, WIDTH: tl.constexpr):
+    return x + offs + tl.arange(0, WIDTH)  # offs: a block here; WIDTH: a constant
+
+
+@triton.jit
+def helper_with_constexpr_annotations(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)  # a run-time block
+    tl.store(out_ptr + offs, _shifted(tl.zeros((BLOCK,), tl.int32), offs, BLOCK))
+    tl.store(out_ptr + 4 * BLOCK + tl.arange(0, BLOCK), _shifted(tl.zeros((BLOCK,), tl.int32), 100, BLOCK))
+
+
+def test_a_helper_parameter_annotated_constexpr_takes_a_tensor():
+    # as in Triton, where the value passed decides (Triton's fused-attention tutorial relies on it)
+    out = torch.zeros(40, dtype=torch.int32)
+    helper_with_constexpr_annotations[(4,)](out, BLOCK=8)
+    assert out[:32].tolist() == [2 * (i % 8) + (i // 8) * 8 for i in range(32)]
+    assert out[32:].tolist() == [100 + i for i in range(8)]

@@ -975,12 +975,12 @@ class CodeGenerator(ast.NodeVisitor):
                 if param.default is inspect.Parameter.empty:
                     raise TypeError(f"{parsed.name}() is missing the argument '{param.name}'")
                 scope[param.name] = _wrap(param.default)
-            if is_constexpr_annotation(param.annotation):
-                if not _is_static(scope[param.name]):
-                    raise TypeError(f"argument '{param.name}' of {parsed.name}() is tl.constexpr but received a "
-                                    "run-time value")
+            if is_constexpr_annotation(param.annotation) and _is_static(scope[param.name]):
                 scope[param.name] = constexpr(_static(scope[param.name]))
             else:
+                # as in Triton, what a helper's parameter holds is decided by the value passed: a
+                # tl.constexpr annotation on a helper does not turn a tensor into a constant (Triton's
+                # fused-attention tutorial passes its offset blocks to such parameters)
                 scope[param.name] = _wrap(scope[param.name])
         callee = CodeGenerator(parsed, self.semantic, scope, self.call_depth + 1)
         callee.visit(parsed.tree)
