@@ -277,3 +277,19 @@ def test_a_helper_parameter_annotated_constexpr_takes_a_tensor():
     helper_with_constexpr_annotations[(4,)](out, BLOCK=8)
     assert out[:32].tolist() == [2 * (i % 8) + (i // 8) * 8 for i in range(32)]
     assert out[32:].tolist() == [100 + i for i in range(8)]
+
+
+@triton.jit
+def dot_with_trans_b(q_ptr, k_ptr, out_ptr):
+    r = tl.arange(0, 16)
+    q = tl.load(q_ptr + r[:, None] * 16 + r[None, :])
+    k = tl.load(k_ptr + r[:, None] * 16 + r[None, :])
+    tl.store(out_ptr + r[:, None] * 16 + r[None, :], tl.dot(q, k, trans_b=True))
+
+
+def test_dot_keywords_of_triton_2_0_are_refused_with_the_replacement():
+    x = torch.zeros(16, 16)
+    with pytest.raises(triton.CompilationError) as info:
+        dot_with_trans_b[(1,)](x, x, x)
+    assert "unexpected keyword argument 'trans_b'" in str(info.value)
+    assert "tl.trans(k)" in info.value.hint

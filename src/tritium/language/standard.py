@@ -467,8 +467,15 @@ def associative_scan(input, axis, combine_fn, reverse=False):
 # dot -------------------------------------------------------------------------------------------------
 @builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
-        out_dtype=T.float32):
+        out_dtype=T.float32, **removed):
     """Matrix product of two blocks, accumulated into ``acc`` (fp32 by default)."""
+    if removed:
+        name = next(iter(removed))
+        error = TypeError(f"dot() got an unexpected keyword argument '{name}'")
+        if name in ("trans_a", "trans_b"):
+            error.hint = (f"tl.dot has no {name} in current Triton (Triton 2.0 had it): transpose the operand "
+                          f"instead, e.g. tl.dot(q, tl.trans(k)) or tl.dot(q, k.T)")
+        raise error
     return _semantic().dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
 
 
