@@ -573,6 +573,30 @@ def _for_compacted(ex, body, results, lb, step, live, index_dtype, carried):
     return final
 
 
+class _SpinCheck:
+    """Counts a ``while`` loop's iterations; past ``ex.spin_check_after`` a ``checks.SpinWatch``
+    sees each one and raises DeadlockError when an iteration repeats the one before."""
+
+    def __init__(self, ex, op):
+        self.ex, self.op = ex, op
+        self.iterations = 0
+        self.spin_watch = None
+
+    def due(self) -> bool:
+        """Starts an iteration; True when the watch is to see it."""
+        self.iterations += 1
+        return self.iterations > self.ex.spin_check_after
+
+    def watch(self, running, carried) -> None:
+        if self.spin_watch is None:
+            self.spin_watch = checks.SpinWatch(self.ex, self.op)
+        self.spin_watch.next_iteration(running, carried)
+
+    def close(self) -> None:
+        if self.spin_watch is not None:
+            self.spin_watch.close()
+
+
 def _run_on(ex, members: np.ndarray, region, args) -> list:
     """``region`` run by the programs ``members`` of the batch alone (compacted unless that is all)."""
     if len(members) == ex.batch:
@@ -591,18 +615,15 @@ def _while_compacted(ex, op, carried, active):
     if active is not None:
         carried = [_select_programs(c, members) for c in carried]
     final = None  # the results for the whole batch, made when the first program leaves
-    iterations, watch = 0, None
+    spin = _SpinCheck(ex, op)
     try:
         while True:
-            iterations += 1
-            if iterations > ex.spin_check_after:
-                if watch is None:
-                    watch = checks.SpinWatch(ex, op)
+            if spin.due():
                 running = None
                 if len(members) != batch:
                     running = np.zeros(batch, dtype=bool)
                     running[members] = True
-                watch.next_iteration(running, carried)
+                spin.watch(running, carried)
             cond, *forwarded = _run_on(ex, members, before, carried)
             if cond.shape[0] == 1 and bool(cond[0]):
                 carried = _run_on(ex, members, after, forwarded)
@@ -625,8 +646,7 @@ def _while_compacted(ex, op, carried, active):
                 members = members[keep]
             carried = _run_on(ex, members, after, forwarded)
     finally:
-        if watch is not None:
-            watch.close()
+        spin.close()
 
 
 @handles("while")
@@ -637,14 +657,11 @@ def exec_while(ex, op, args, active):
     carried = list(args)
     running = active
     results = None
-    iterations, watch = 0, None  # a SpinWatch raises DeadlockError when an iteration repeats the last
+    spin = _SpinCheck(ex, op)
     try:
         while True:
-            iterations += 1
-            if iterations > ex.spin_check_after:
-                if watch is None:
-                    watch = checks.SpinWatch(ex, op)
-                watch.next_iteration(running, carried)
+            if spin.due():
+                spin.watch(running, carried)
             cond, *forwarded = ex.run_region(before, running, carried)
             if cond.shape[0] == 1 and (running is None):
                 if not bool(cond[0]):
@@ -661,8 +678,7 @@ def exec_while(ex, op, args, active):
             carried = _merge(still, new, forwarded, op.results)
             running = still
     finally:
-        if watch is not None:
-            watch.close()
+        spin.close()
 
 
 # debugging -------------------------------------------------------------------------------------------------
