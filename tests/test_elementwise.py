@@ -769,3 +769,13 @@ def test_random_fp32_expressions_bit_exact(tmp_path_factory, expr, data):
         expected = np.broadcast_to(eval(numpy_src, {"np": np, "ieee_max": ieee_max, "ieee_min": ieee_min,
                                                "x0": x0, "x1": x1, "x2": x2, "x3": x3}), (37,))
     assert_bits_equal(out, expected.astype(np.float32), kernel_src)
+
+
+def test_compiled_math_loops_build_on_this_platform():
+    """llvmlite is a dependency, so the compiled loops must build here: a mistake in their IR would
+    otherwise fall back to the slower C-library path silently (with the same numbers)."""
+    from tritium.backends.interpreter import numerics, vector_math
+
+    for name in ("erf", "exp", "exp2"):
+        assert vector_math.fp32_loop(name) is not None, name
+    assert numerics._WIDENING.get("fp16_to_fp32") is not None

@@ -174,9 +174,10 @@ def affine_cmp(ex, op, args, active):
     a, b = (_as_affine(x, v.type) for x, v in zip(args, op.operands))
     if a is None or b is None or not a.fits(a.dtype) or not b.fits(b.dtype):
         return NotImplemented  # wrapped values compare as wrapped: let the array path do it
-    rank = len(T.shape_of(op.result.type))
+    shape = T.shape_of(op.result.type)
     strides = tuple(x - y for x, y in zip(a.strides, b.strides))
-    low, high = Affine(a.base - b.base, strides, op.result.type.shape if rank else (), np.int64).extremes()
+    low, high = Affine(a.base - b.base, strides, shape, np.int64).extremes()
+    rank = len(shape)
     always, never = _DECIDED_BY_RANGE[op.attrs["predicate"]]
     if always(low, high):
         return np.ones((1,) * (rank + 1), dtype=bool)

@@ -53,8 +53,8 @@ def compile_maps(source: str, names: list[str], symbols: dict[str, int] | None =
 class CompiledMaps:
     """``compile_maps`` done on first use, from a function that builds the IR."""
 
-    def __init__(self, build_source, names: list[str], symbols=None):
-        self._build, self._names, self._symbols = build_source, names, symbols
+    def __init__(self, build_source, names: list[str]):
+        self._build, self._names = build_source, names
         self._loops = None
         self._done = False
         self._lock = threading.Lock()
@@ -64,8 +64,7 @@ class CompiledMaps:
         if not self._done:
             with self._lock:
                 if not self._done:
-                    symbols = self._symbols() if callable(self._symbols) else self._symbols
-                    self._loops = compile_maps(self._build(), self._names, symbols)
+                    self._loops = compile_maps(self._build(), self._names)
                     self._done = True
         return None if self._loops is None else self._loops[name]
 
