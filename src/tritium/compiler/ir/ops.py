@@ -19,28 +19,44 @@ class Location:
     line: int
     col: int = 0
     function: str = ""
+    # Where the @jit helper holding this location was called from (its own Location), or None.
+    inlined_at: Optional["Location"] = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"
 
+    def call_chain(self) -> list["Location"]:
+        """This location, then each call site it was inlined at, innermost first."""
+        chain: list[Location] = []
+        loc: Optional[Location] = self
+        while loc is not None:
+            chain.append(loc)
+            loc = loc.inlined_at
+        return chain
+
 
 class Value:
-    """An SSA value: the result of an operation, or an argument of a region."""
+    """An SSA value: the result of an operation, or an argument of a region.
 
-    __slots__ = ("type", "id", "owner")
+    ``type`` is what the tile IR knows: a scalar, pointer or block type. ``encoding`` is the slot a
+    backend fills with how it places the value (a GPU backend's distributed layout, a CPU
+    backend's vector-register or stack placement); it is None in the tile IR, which the printer
+    and parser describe, and never read by the frontend or the target-independent passes.
+    """
+
+    __slots__ = ("type", "id", "owner", "encoding")
     _counter = itertools.count()
 
     def __init__(self, type, owner: Optional["Operation"] = None):
         self.type = type
         self.id = next(Value._counter)
         self.owner = owner
+        self.encoding = None
 
     def __repr__(self) -> str:
         return f"Value(#{self.id}: {getattr(self.type, 'ir_name', self.type)})"
 
 
-# Opcodes whose execution matters even when their results are unused.
-SIDE_EFFECTS = frozenset({"store", "atomic_rmw", "atomic_cas", "print", "assert", "barrier", "hint", "return"})
 # Opcodes that end a region.
 TERMINATORS = frozenset({"yield", "condition"})
 # Opcodes with regions whose bodies are ordinary code executed in place.
@@ -48,17 +64,38 @@ CONTROL_FLOW = frozenset({"if", "for", "while"})
 
 
 class Operation:
-    """One IR instruction."""
+    """One IR instruction. ``operand_names`` gives each operand its slot name from the IR spec
+    (``op.operand("mask")`` is the mask of a load, or None when it has none)."""
 
-    __slots__ = ("opcode", "operands", "results", "attrs", "regions", "loc")
+    __slots__ = ("opcode", "operands", "operand_names", "results", "attrs", "regions", "loc")
 
-    def __init__(self, opcode: str, operands, result_types, attrs=None, regions=(), loc: Optional[Location] = None):
+    def __init__(self, opcode: str, operands, result_types, attrs=None, regions=(), loc: Optional[Location] = None,
+                 operand_names: Optional[tuple[str, ...]] = None):
         self.opcode = opcode
         self.operands: list[Value] = list(operands)
+        if operand_names is None:
+            from .spec import SPEC
+
+            spec = SPEC.get(opcode)
+            operand_names = spec.operand_names(len(self.operands)) if spec is not None else ()
+        self.operand_names: tuple[str, ...] = tuple(operand_names)
         self.results: list[Value] = [Value(t, self) for t in result_types]
         self.attrs: dict[str, Any] = dict(attrs or {})
         self.regions: list[Region] = list(regions)
         self.loc = loc
+
+    def operand(self, name: str) -> Optional[Value]:
+        """The operand in slot ``name`` (the first, for a variadic slot), or None when absent."""
+        try:
+            return self.operands[self.operand_names.index(name)]
+        except ValueError:
+            return None
+
+    def operand_index(self, name: str) -> Optional[int]:
+        try:
+            return self.operand_names.index(name)
+        except ValueError:
+            return None
 
     @property
     def result(self) -> Value:
@@ -67,9 +104,11 @@ class Operation:
 
     @property
     def has_side_effects(self) -> bool:
-        if self.opcode in SIDE_EFFECTS:
-            return True
-        return any(op.has_side_effects for region in self.regions for op in region.walk())
+        """True when this op (or one nested in it) has an effect in the IR spec: it must run even
+        when its results are unused."""
+        from .spec import has_effects
+
+        return has_effects(self)
 
     def __repr__(self) -> str:
         return f"Operation({self.opcode}, loc={self.loc})"
@@ -107,6 +146,9 @@ class Function:
     body: Region
     loc: Optional[Location] = None
     constants: dict[str, Any] = field(default_factory=dict)
+    # One dict per argument: facts the specialization proved about it, which compiled backends
+    # use ("divisibility": 16 for an integer divisible by 16 or a 16-byte aligned pointer).
+    arg_attrs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def args(self) -> list[Value]:

@@ -1,0 +1,402 @@
+"""The tile IR's contract: one entry per opcode, saying what it takes, what it gives and what it means.
+
+Each ``OpSpec`` names the operands (optional ones are named in the printed IR, never implied by
+a count or a flag), the attributes with their kinds and defaults, the rule that gives the result
+types, the regions, the effects on memory and the outside world, and the traits passes rely on.
+``semantics`` writes out the edge cases: the places where LLVM gives poison or undefined
+behaviour (shifts past the bit width, float -> int of NaN, integer division by zero, ``INT_MIN //
+-1``), so every backend must emit the guard that gives the result stated here. The interpreter
+is the executable form of these sentences; compiled backends are tested against it.
+
+The builder takes operand names from here, the verifier checks every op against its entry, the
+printer and parser use the names and region labels, and passes read effects and traits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+# Effects: what executing an op does besides computing its results.
+READS = "reads"  # reads global memory
+WRITES = "writes"  # writes global memory
+SYNCHRONIZES = "synchronizes"  # orders memory operations between threads or programs
+REPORTS = "reports"  # observable outside the kernel: prints, or stops it with an error
+EFFECTS = frozenset({READS, WRITES, SYNCHRONIZES, REPORTS})
+
+# Traits.
+ELEMENTWISE = "elementwise"  # applies lane by lane; operands and result share one shape
+COMMUTATIVE = "commutative"  # the two operands may be swapped
+PURE = "pure"  # no effects: may be removed when unused, merged with an equal op, moved out of a loop
+TERMINATOR = "terminator"  # ends a region
+TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR})
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand slot. ``optional``: may be absent (printed as ``name=%v`` when present);
+    ``variadic``: takes every remaining operand, zero or more."""
+
+    name: str
+    optional: bool = False
+    variadic: bool = False
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute: ``kind`` is one of the names in ``ATTR_KINDS``; ``choices`` limits a ``str``
+    attribute; an attribute without a default must be present."""
+
+    name: str
+    kind: str
+    default: Any = _REQUIRED
+    choices: tuple = ()
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+
+# How attribute values are written: the verifier checks each value against its kind.
+ATTR_KINDS = frozenset({"int", "bool", "str", "ints", "dtype", "scalar", "ints_or_int"})
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    opcode: str
+    operands: tuple[Operand, ...]
+    attrs: tuple[Attr, ...]
+    result: str  # the name of a result-type rule in verifier.RESULT_RULES
+    regions: tuple[str, ...] = ()  # region labels, in order (printed as ^label)
+    effects: frozenset = frozenset()
+    traits: frozenset = frozenset()
+    semantics: str = ""
+
+    def attr(self, name: str) -> Optional[Attr]:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        return None
+
+    def operand_names(self, count: int) -> tuple[str, ...]:
+        """Slot names for ``count`` operands given in spec order: the required slots, then as
+        many optional ones (in order) as the count leaves room for, then the variadic tail."""
+        fixed = [slot for slot in self.operands if not slot.variadic]
+        required = sum(1 for slot in fixed if not slot.optional)
+        spare = count - required
+        names: list[str] = []
+        for slot in self.operands:
+            if slot.variadic:
+                names.extend([slot.name] * (count - len(names)))
+                break
+            if slot.optional:
+                if spare <= 0:
+                    continue
+                spare -= 1
+            names.append(slot.name)
+        return tuple(names)
+
+
+SPEC: dict[str, OpSpec] = {}
+
+
+def _op(opcode: str, operands=(), attrs=(), result: str = "none", regions=(), effects=(), traits=(),
+        semantics: str = "") -> None:
+    assert opcode not in SPEC, opcode
+    slots = tuple(o if isinstance(o, Operand) else Operand(o) for o in operands)
+    SPEC[opcode] = OpSpec(opcode, slots, tuple(attrs), result, tuple(regions), frozenset(effects),
+                          frozenset(traits), semantics)
+
+
+def _opt(name: str) -> Operand:
+    return Operand(name, optional=True)
+
+
+def _many(name: str) -> Operand:
+    return Operand(name, variadic=True)
+
+
+_PURE = (PURE,)
+_ELEMENTWISE = (PURE, ELEMENTWISE)
+_COMMUTATIVE = (PURE, ELEMENTWISE, COMMUTATIVE)
+
+# values --------------------------------------------------------------------------------------------
+_op("constant", (), [Attr("value", "scalar")], "constant", traits=_PURE,
+    semantics="A scalar of the result type: a bool for i1, an int (in range) for integers, a float "
+              "(NaN and infinities allowed) for floats. Blocks of constants are splats of a constant.")
+_op("arange", (), [Attr("start", "int"), Attr("end", "int")], "arange", traits=_PURE,
+    semantics="The i32 block [start, start + 1, ..., end - 1]; end - start is a power of two.")
+_op("program_id", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
+    semantics="This program's index along grid axis `axis`, 0 <= id < grid[axis].")
+_op("num_programs", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
+    semantics="The launch grid's size along `axis`.")
+
+# shapes --------------------------------------------------------------------------------------------
+_op("splat", ("value",), [], "splat", traits=_PURE,
+    semantics="Every lane of the result block holds the scalar operand.")
+_op("broadcast", ("value",), [], "broadcast", traits=_PURE,
+    semantics="Numpy broadcasting of a block to a shape of the same rank: size-1 dimensions repeat.")
+_op("reshape", ("value",), [Attr("shape", "ints")], "reshape", traits=_PURE,
+    semantics="Row-major reinterpretation of the elements in a shape of the same element count; shape () "
+              "turns a one-element block into a scalar.")
+_op("permute", ("value",), [Attr("order", "ints")], "permute", traits=_PURE,
+    semantics="Result dimension i is operand dimension order[i] (numpy.transpose).")
+_op("join", ("lhs", "rhs"), [], "join", traits=_PURE,
+    semantics="Stacks two blocks of one shape along a new minor dimension of size 2.")
+_op("split", ("value",), [], "split", traits=_PURE,
+    semantics="The inverse of join: the minor dimension (size 2) split into two results.")
+_op("cat", ("lhs", "rhs"), [Attr("axis", "int")], "cat", traits=_PURE,
+    semantics="Concatenation along `axis`; the two blocks agree in every other dimension.")
+_op("flip", ("value",), [Attr("axis", "int")], "same_as_operand", traits=_PURE,
+    semantics="Reverses the order of elements along `axis`.")
+_op("sort", ("value",), [Attr("descending", "bool")], "same_as_operand", traits=_PURE,
+    semantics="Sorts along the last dimension with a bitonic compare-and-swap network; NaNs compare as "
+              "larger than every number (they sort last ascending, first descending).")
+_op("gather", ("source", "index"), [Attr("axis", "int")], "gather", traits=_PURE,
+    semantics="result[i...] = source[i... with index[i...] in place of the coordinate along axis]. An index "
+              "outside the source's extent along axis is an error of the kernel (a run-time check).")
+_op("histogram", ("value", _opt("mask")), [Attr("num_bins", "int")], "histogram", traits=_PURE,
+    semantics="Counts of value == b for b in [0, num_bins); values outside that range (and masked-off lanes) "
+              "are not counted.")
+
+# casts ---------------------------------------------------------------------------------------------
+_op("cast", ("value",), [Attr("to", "dtype"), Attr("rounding", "str", None, ("rtne", "rtz"))], "cast",
+    traits=_ELEMENTWISE,
+    semantics="Value conversion. int -> int: wraps to the target width (sign- or zero-extends by the source's "
+              "signedness). Anything -> i1: x != 0. float -> int: truncates toward zero and saturates: NaN -> 0, "
+              "values >= 2**(bits-1) (unsigned: 2**bits) -> the maximum, below the minimum -> the minimum (PTX "
+              "cvt.rzi.sat). float -> narrower float: rounds to nearest even, or toward zero with rounding=rtz; "
+              "to fp8 (e4m3fn, e5m2) it saturates to the largest finite value (448, 57344) instead of giving inf "
+              "or NaN; fp64 -> bf16 rounds once (not through fp32). float -> wider float: exact. int -> float: "
+              "rounds to nearest even (64-bit integers to bf16 once, not twice); to fp8 saturates.")
+_op("bitcast", ("value",), [], "bitcast", traits=_ELEMENTWISE,
+    semantics="Reinterprets the bits as the result's element type of the same width (or another pointer type).")
+_op("ptr_to_int", ("value",), [], "ptr_to_int", traits=_ELEMENTWISE,
+    semantics="The pointer's byte address as an integer (i64).")
+_op("int_to_ptr", ("value",), [], "int_to_ptr", traits=_ELEMENTWISE,
+    semantics="The i64 byte address as a pointer.")
+
+# elementwise arithmetic ----------------------------------------------------------------------------------
+_I1_WRAPS = " On i1 it works modulo 2 (add and sub are xor, mul is and)."
+_op("add", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
+    semantics="Integers wrap modulo 2**bits (never poison: a backend emits no nsw/nuw)." + _I1_WRAPS +
+              " Floats: IEEE addition, rounded to nearest even; fp16/bf16/fp8 results rounded to their type.")
+_op("sub", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="As add." + _I1_WRAPS)
+_op("mul", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
+    semantics="As add; never contracted with a following add into an fma unless the fma op is emitted." + _I1_WRAPS)
+_op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full"))], "same_as_operands",
+    traits=_ELEMENTWISE,
+    semantics="Floats only in practice (the frontend casts integer true division to float first). IEEE division "
+              "rounded to nearest (x/0 = +-inf, 0/0 = NaN). rounding=full is Triton's default `/` on fp32, an "
+              "approximation within 2 ulp on a GPU (div.full.f32); the interpreter gives the correctly rounded "
+              "quotient, inside that bound.")
+_op("floordiv", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="Integer division truncating toward zero (C). x // 0 is all ones (-1 signed, the maximum unsigned), "
+              "as an NVIDIA GPU gives. INT_MIN // -1 wraps to INT_MIN. Never undefined: backends guard both cases.")
+_op("mod", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="Integers: C's remainder, the sign of the dividend; x % 0 is x; INT_MIN % -1 is 0. Floats: fmod "
+              "(the sign of the dividend, exact).")
+_op("and", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise and.")
+_op("or", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise or.")
+_op("xor", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise xor.")
+_op("shl", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="Shift left. A shift amount < 0 or >= the bit width gives 0 (LLVM would give poison).")
+_op("shr", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="Arithmetic shift right for signed types, logical for unsigned. An amount < 0 or >= the bit width "
+              "gives the sign fill: -1 for negative signed values, else 0.")
+_op("minimum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
+    traits=_COMMUTATIVE,
+    semantics="Integers: the smaller by the type's signedness. Floats: propagate_nan=none returns the other "
+              "operand when one is NaN (fmin; NaN only if both are); all returns NaN if either is. Signed zeros "
+              "are ordered -0 < +0: minimum(+0, -0) = -0.")
+_op("maximum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
+    traits=_COMMUTATIVE,
+    semantics="As minimum, mirrored: maximum(+0, -0) = +0.")
+_op("umulhi", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
+    semantics="The high half of the double-width product of two integers (signedness of the type).")
+_op("neg", ("value",), [], "same_as_operand", traits=_ELEMENTWISE,
+    semantics="0 - x: integers wrap (neg INT_MIN = INT_MIN); on i1 it is the identity (mod 2); floats flip the sign "
+              "bit (neg(+0) = -0, NaN stays NaN).")
+_op("not", ("value",), [], "same_as_operand", traits=_ELEMENTWISE, semantics="Bitwise complement (i1: logical not).")
+_op("abs", ("value",), [], "same_as_operand", traits=_ELEMENTWISE,
+    semantics="Integers: |x| wrapping (abs INT_MIN = INT_MIN), unsigned: x. Floats: clears the sign bit.")
+_op("fma", ("a", "b", "c"), [], "same_as_operands", traits=_ELEMENTWISE,
+    semantics="a * b + c rounded once (fma.rn), for floats.")
+_op("cmp", ("lhs", "rhs"), [Attr("predicate", "str", choices=("lt", "le", "gt", "ge", "eq", "ne"))], "cmp",
+    traits=_ELEMENTWISE,
+    semantics="An i1 block of the operands' shape. Integers compare by the type's signedness; pointers by address. "
+              "Floats are ordered comparisons (false when either is NaN), except ne, which is unordered (true when "
+              "either is NaN), as in C and Triton.")
+_op("select", ("condition", "true_value", "false_value"), [], "select", traits=_ELEMENTWISE,
+    semantics="Lane by lane, true_value where condition, else false_value. Both are evaluated; neither traps.")
+_op("addptr", ("pointer", "offset"), [], "addptr", traits=_ELEMENTWISE,
+    semantics="pointer + offset * sizeof(element), in bytes, offset sign-extended (unsigned: zero-extended) to 64 "
+              "bits. Pointer arithmetic itself never faults; only the access through it is checked.")
+
+_MATH = {
+    "exp": "e**x", "exp2": "2**x", "log": "the natural logarithm (log 0 = -inf, log x<0 = NaN)",
+    "log2": "the base-2 logarithm", "sin": "sine", "cos": "cosine",
+    "sqrt": "the square root, Triton's default (sqrt.approx on a GPU for fp32)", "sqrt_rn":
+    "the correctly rounded square root", "rsqrt": "1/sqrt(x)", "erf": "the error function",
+    "floor": "rounds toward -inf", "ceil": "rounds toward +inf",
+}
+for _name, _meaning in _MATH.items():
+    _op(_name, ("value",), [], "same_as_operand", traits=_ELEMENTWISE,
+        semantics=f"{_meaning[0].upper() + _meaning[1:]}, elementwise, on fp32 or fp64. The interpreter evaluates fp32 "
+                  "in fp64 and rounds once (within 0.5 ulp plus the fp64 library's error); a compiled backend states "
+                  "its ulp bound against that result.")
+_op("libdevice", (_many("args"),), [Attr("fn", "str"), Attr("symbol", "str")], "libdevice", traits=_ELEMENTWISE,
+    semantics="The libdevice function `fn` (CUDA's __nv_<symbol>) elementwise; see docs/language.md for each one's "
+              "accuracy. Operands share one shape; the result's element type is the signature's.")
+
+# memory --------------------------------------------------------------------------------------------
+_CACHE = ("", ".ca", ".cg", ".cs", ".cv", ".wb", ".wt", ".lu")
+_EVICT = ("", "evict_normal", "evict_first", "evict_last", "evict_unchanged", "no_allocate")
+_op("load", ("pointer", _opt("mask"), _opt("other")),
+    [Attr("cache_modifier", "str", "", _CACHE), Attr("eviction_policy", "str", "", _EVICT),
+     Attr("volatile", "bool", False)],
+    "load", effects=(READS,),
+    semantics="Reads one element per lane through `pointer`. Lanes where mask is false read nothing and give "
+              "`other` (undefined when other is absent; the interpreter gives 0). Every active lane must point "
+              "inside the tensor its pointer was derived from: a stray lane is an OutOfBoundsError naming the "
+              "program and offset (a GPU would fault or read garbage). cache_modifier, eviction_policy and "
+              "volatile are hints for the memory system and never change the value read.")
+_op("store", ("pointer", "value", _opt("mask")),
+    [Attr("cache_modifier", "str", "", _CACHE), Attr("eviction_policy", "str", "", _EVICT)],
+    "none", effects=(WRITES,),
+    semantics="Writes value through pointer where mask (if any) is true; bounds as for load. When two lanes or "
+              "programs store to one address without atomics, which value lands is unspecified (debug mode "
+              "reports it as a race).")
+_SEMS = ("acquire", "release", "acq_rel", "relaxed")
+_SCOPES = ("gpu", "cta", "sys")
+_op("atomic_rmw", ("pointer", "value", _opt("mask")),
+    [Attr("kind", "str", choices=("add", "max", "min", "and", "or", "xor", "xchg")),
+     Attr("sem", "str", "acq_rel", _SEMS), Attr("scope", "str", "gpu", _SCOPES)],
+    "atomic", effects=(READS, WRITES, SYNCHRONIZES),
+    semantics="Atomically combines value into memory and returns what was there before, per active lane; "
+              "float max/min follow the minimum/maximum rules. Lanes of one op touching one address are applied "
+              "in lane order.")
+_op("atomic_cas", ("pointer", "compare", "value"), [Attr("sem", "str", "acq_rel", _SEMS),
+                                                    Attr("scope", "str", "gpu", _SCOPES)],
+    "atomic_cas", effects=(READS, WRITES, SYNCHRONIZES),
+    semantics="Where memory equals compare (bitwise for floats), stores value; returns the old contents.")
+_op("barrier", (), [], "none", effects=(SYNCHRONIZES,),
+    semantics="Orders the memory accesses of the threads of one program (__syncthreads); no effect across "
+              "programs.")
+
+# tiles of strided tensors: block pointers and tensor descriptors ------------------------------------
+_TILE_SEMANTICS = (
+    " The layout operands are the tensor's shape (rank integers), its strides in elements (rank) and the "
+    "tile's offsets (rank i32): element (i0, i1, ...) of the tile is base[sum_d (offsets[d] + i_d) * "
+    "strides[d]]. source=block_pointer (tl.make_block_ptr): only the dimensions in boundary_check are "
+    "checked against 0 <= offsets[d] + i_d < shape[d]; an access outside an unchecked dimension is an "
+    "OutOfBoundsError as for load. source=descriptor (tensor descriptors, TMA on a GPU): every dimension "
+    "is checked. Checked lanes outside the tensor ")
+_TILE_ATTRS = [Attr("block_shape", "ints"), Attr("order", "ints", ()), Attr("boundary_check", "ints", ()),
+               Attr("source", "str", "block_pointer", ("block_pointer", "descriptor")),
+               Attr("cache_modifier", "str", "", _CACHE), Attr("eviction_policy", "str", "", _EVICT)]
+_op("tile_load", ("base", _many("layout")), _TILE_ATTRS + [Attr("padding", "str", "", ("", "zero", "nan"))],
+    "tile_load", effects=(READS,),
+    semantics="Reads the block_shape tile of a strided tensor." + _TILE_SEMANTICS + "read 0 (NaN with "
+              "padding=nan). passes/lower_tile_access.py rewrites it into pointer arithmetic, a mask and a load, "
+              "for backends without tile-copy hardware.")
+_op("tile_store", ("base", "value", _many("layout")), _TILE_ATTRS, "tile_store", effects=(WRITES,),
+    semantics="Writes value, a block_shape tile, into a strided tensor." + _TILE_SEMANTICS + "are not written.")
+
+# reductions, scans, dot ------------------------------------------------------------------------------
+_op("reduce", (_many("inputs"),),
+    [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "max", "min", "xor", "argmax", "argmin", "custom"))],
+    "reduce", regions=("combine",), traits=_PURE,
+    semantics="Combines the inputs along `axis` in a fixed binary tree (halves pairwise), so results are "
+              "deterministic; float sums round at each step. max/min ignore NaN as minimum/maximum with "
+              "propagate_nan=none do; argmax/argmin give the first index of the extreme. kind=custom applies "
+              "the combine region (2n scalar arguments, yields n). The combine region is present only for custom.")
+_op("scan", (_many("inputs"),),
+    [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "prod", "custom")), Attr("reverse", "bool", False)],
+    "scan", regions=("combine",), traits=_PURE,
+    semantics="Inclusive prefix combination along axis (from the end when reverse). kind=custom applies the "
+              "combine region.")
+_op("dot", ("a", "b", "accumulator"), [Attr("input_precision", "str", "ieee", ("ieee", "tf32", "tf32x3"))],
+    "dot", traits=_PURE,
+    semantics="accumulator + a @ b over the last two dimensions (a leading batch dimension allowed). Products and "
+              "sums in the accumulator's type (fp32 for float inputs unless out_dtype says otherwise; i32 for "
+              "int8, wrapping). input_precision=tf32 first truncates fp32 inputs to tf32 (the low 13 mantissa "
+              "bits dropped, as an H200's tensor cores do); tf32x3 splits each input into a tf32 high part and "
+              "remainder and sums three products.")
+
+# random numbers --------------------------------------------------------------------------------------
+_op("philox", ("c0", "c1", "c2", "c3", "k0", "k1"), [Attr("n_rounds", "int")], "philox", traits=_PURE,
+    semantics="n_rounds of Philox-4x32 on counter (c0..c3) with key (k0, k1), u32 lanes; four results.")
+
+# debugging and hints -------------------------------------------------------------------------------------
+_op("print", (_many("values"),), [Attr("prefix", "str"), Attr("hex", "bool", False)], "none", effects=(REPORTS,),
+    semantics="Prints each active lane's values, one line per lane, in compiled Triton's format.")
+_op("assert", ("condition",), [Attr("message", "str")], "none", effects=(REPORTS,),
+    semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false.")
+_op("hint", ("value",), [Attr("kind", "str", choices=("multiple_of", "max_contiguous", "max_constancy")),
+                         Attr("values", "ints")],
+    "same_as_operand", effects=(REPORTS,),
+    semantics="Returns value unchanged and promises a fact about it (per dimension): multiple_of: the first "
+              "element of each contiguous run is divisible by values[d] (pointers: the byte address); "
+              "max_contiguous: runs of values[d] consecutive integers; max_constancy: runs of values[d] equal "
+              "values. The interpreter checks the promise (a false one is a HintViolationError), so it is an "
+              "effect: the op stays even when its result is unused.")
+
+# control flow ------------------------------------------------------------------------------------------
+_op("if", ("condition",), [], "if", regions=("then", "else"),
+    semantics="Runs the then region when the scalar i1 condition holds, else the else region; results are what "
+              "the region run yields.")
+_op("for", ("lower", "upper", "step", _many("inits")),
+    [Attr("num_stages", "int", None), Attr("loop_unroll_factor", "int", None), Attr("flatten", "bool", False),
+     Attr("warp_specialize", "bool", False), Attr("disallow_acc_multi_buffer", "bool", False)],
+    "for", regions=("body",),
+    semantics="for i = lower; i < upper (i > upper when step < 0); i += step, the body taking (i, carried...) and "
+              "yielding the next carried values; results are the last carried values. Bounds are scalars of one "
+              "integer type; step != 0 (the frontend checks a constant step). The attributes are tl.range's "
+              "scheduling hints; they never change results.")
+_op("while", (_many("inits"),), [Attr("bounded", "bool", False)], "while", regions=("before", "after"),
+    semantics="Runs before on the carried values; it ends in a condition op: when false the loop exits with the "
+              "condition's other operands as results; else after runs on them and yields the next carried values. "
+              "bounded: the loop is a for loop with break (its trip count is bounded), not a spin wait.")
+_op("yield", (_many("values"),), [], "none", traits=(TERMINATOR,),
+    semantics="Ends a region of if/for/while(after)/reduce/scan, giving its values to the parent op.")
+_op("condition", ("condition", _many("values")), [], "none", traits=(TERMINATOR,),
+    semantics="Ends a while loop's before region: continue with values when condition holds, else exit with them.")
+
+
+# Opcodes the frontend may emit that no backend needs to lower, with the reason.
+NOT_LOWERED = {}
+
+
+def spec_of(opcode: str) -> OpSpec:
+    try:
+        return SPEC[opcode]
+    except KeyError:
+        raise KeyError(f"unknown IR opcode {opcode!r}") from None
+
+
+def has_effects(op) -> bool:
+    """True when ``op``, or an op nested in its regions, has an effect (reads or writes memory,
+    synchronizes, or reports): such an op must run even when its results are unused."""
+    spec = SPEC.get(op.opcode)
+    if spec is None or spec.effects:
+        return True
+    return any(has_effects(inner) for region in op.regions for inner in region.ops)
+
+
+def is_pure(op) -> bool:
+    """True when ``op`` and everything nested in it compute values only: it may be removed when
+    unused, merged with an identical op, or moved out of a loop."""
+    spec = SPEC.get(op.opcode)
+    if spec is None or PURE not in spec.traits:
+        return False
+    return all(is_pure(inner) or inner.opcode in ("yield", "condition")
+               for region in op.regions for inner in region.ops)
+
+
+def writes_memory(op) -> bool:
+    spec = SPEC.get(op.opcode)
+    return spec is None or WRITES in spec.effects or any(
+        writes_memory(inner) for region in op.regions for inner in region.ops)
