@@ -1,4 +1,10 @@
-"""Dead-code elimination: drops operations whose results are unused and that have no side effects."""
+"""Dead-code elimination: drops operations whose results are unused and that have no side effects.
+
+Why it is correct: an op without effects in the IR spec (``Operation.has_side_effects``: no memory
+access, synchronisation, print, assert or hint check, in it or in its regions) changes nothing but
+its results, so when nothing reads them the kernel behaves the same without it. Sweeping repeats
+until nothing changes, since removing one op can leave its operands unused.
+"""
 from __future__ import annotations
 
 from ..ir.ops import Function, Region

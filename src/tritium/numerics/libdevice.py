@@ -1,4 +1,4 @@
-"""The interpreter's libdevice: one numpy evaluation per function of ``tl.extra.libdevice``.
+"""libdevice on numpy arrays: one evaluation per function of ``tl.extra.libdevice``.
 
 fp32 arguments are widened to fp64, the function is evaluated there and the result rounded to
 fp32 once; for +, -, *, /, sqrt and for exact operations (floor, fmod, copysign, ldexp...) that
@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from ...compiler.ir import types as T
-from . import numerics
+from ..compiler.ir import types as T
+from . import arithmetic
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -156,16 +156,16 @@ def _clz(x):
 
 
 def _to_int64_saturating(x):
-    return numerics.cast(x, T.float64, T.int64)
+    return arithmetic.cast(x, T.float64, T.int64)
 
 
 def _div_rz(a, b):
     """a / b rounded toward zero."""
     if a.dtype != np.float64:
         wide = a.astype(np.float64) / b.astype(np.float64)
-        return numerics._round_toward_zero(wide, wide.astype(a.dtype))
+        return arithmetic._round_toward_zero(wide, wide.astype(a.dtype))
     q = a / b
-    residual = numerics.fma(-q, b, a)  # a - q*b, exactly
+    residual = arithmetic.fma(-q, b, a)  # a - q*b, exactly
     inexact = (residual != 0) & np.isfinite(q)
     too_big = inexact & ((np.signbit(residual) ^ np.signbit(b)) != np.signbit(q))
     q = np.where(too_big, np.nextafter(q, np.copysign(0.0, q)), q)
@@ -242,7 +242,7 @@ def _evaluate(name: str, args: list[np.ndarray], out: np.dtype) -> np.ndarray:
     if name == "nextafter":
         return np.nextafter(args[0], args[1])
     if name in ("fma", "fma_rn"):
-        return numerics.fma(*args)
+        return arithmetic.fma(*args)
     if name == "div_rz":
         return _div_rz(args[0], args[1])
     if name in ("llrint", "llround"):

@@ -1,4 +1,4 @@
-"""Arithmetic as an NVIDIA GPU does it, on numpy arrays.
+"""Arithmetic as an NVIDIA GPU does it, on numpy arrays: casts, integer division, fma, dot, reductions.
 
 - integer ``//`` and ``%`` truncate toward zero (C semantics); ``x // 0`` is -1 (all ones),
   as measured on an H200;
@@ -10,11 +10,10 @@
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from ...compiler.ir import types as T
+from ..compiler.ir import types as T
 from . import libm, native_loops
 
 

@@ -1,0 +1,127 @@
+"""The passes that turn the frontend's IR into the IR backends receive, in the order they run, with
+the checks and dumps between them.
+
+``TRITIUM_DUMP=<pass>[,<pass>]`` (or ``all``) prints the IR after those passes to stderr;
+``TRITIUM_CHECK_IR=1`` verifies the IR after every pass and checks that the final IR prints,
+parses back and prints to the same text.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Collection, Iterable
+
+from ... import config
+from ...errors import SettingError
+from ..ir.ops import Function
+from ..ir.parser import IRParseError, parse_function
+from ..ir.printer import print_function
+from ..ir.verifier import IRVerificationError, verify
+from .canonicalize import canonicalize
+from .constant_fold import fold_constants
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .licm import hoist_loop_invariants
+from .lower_tile_access import lower_tile_access
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str  # what TRITIUM_DUMP calls it
+    run: Callable[[Function], None]  # changes the function in place
+
+
+# The order, and why:
+# - lower_tile_access first: block-pointer and descriptor tiles become ordinary address arithmetic,
+#   which the passes after it simplify like any other;
+# - fold_constants before canonicalize: the frontend gives a Python number its type with a cast of a
+#   constant (``x * 1`` on fp16 multiplies by ``cast(1.0)``), so identities are visible only once
+#   those casts are folded;
+# - canonicalize before licm and cse: removing identities leaves fewer, more often equal ops;
+# - licm before cse: each loop's invariants land in front of it, where cse merges copies hoisted
+#   from two loops, or equal to an op before the loop (scoping keeps cse from merging them while
+#   they sit in sibling loop bodies);
+# - cse merges equal pure ops, constants included (the frontend writes a constant per literal);
+# - dce last: it drops what the others left unused (folded operands, the inner op of a reshape pair).
+# One round: a second one changed none of the 439 kernels of tests/ops, test_control_flow.py,
+# test_reductions_and_dot.py and test_block_pointers.py when this order was chosen.
+PIPELINE: tuple[Pass, ...] = (
+    Pass("lower_tile_access", lower_tile_access),
+    Pass("fold_constants", fold_constants),
+    Pass("canonicalize", canonicalize),
+    Pass("licm", hoist_loop_invariants),
+    Pass("cse", eliminate_common_subexpressions),
+    Pass("dce", eliminate_dead_code),
+)
+PASS_NAMES: tuple[str, ...] = tuple(p.name for p in PIPELINE)
+
+
+class IRRoundTripError(IRVerificationError):
+    """The printed IR does not parse back to the same text: a bug in the printer or the parser."""
+
+
+def _backend_stage_names() -> set[str]:
+    """The stages backends keep (``tritium ir --stage``), which TRITIUM_DUMP may also name; read only
+    to judge a name that is no pass."""
+    from ...backends import registry
+
+    names: set[str] = set()
+    for name in registry.names():
+        try:
+            names.update(registry.get(name).stages)
+        except Exception:  # a backend that cannot even be imported here has no stages to dump
+            continue
+    return names
+
+
+def passes_to_dump(requested: Iterable[str], other_stages: Collection[str] = ()) -> frozenset[str]:
+    """The passes after which the IR is printed, for the stage names ``requested`` (TRITIUM_DUMP):
+    pass names, ``all``, ``ir`` (the final IR) and ``other_stages``; a SettingError for any other."""
+    requested = set(requested)
+    known = set(PASS_NAMES) | {"all", "ir"} | set(other_stages)
+    unknown = requested - known
+    if unknown:
+        known |= _backend_stage_names()
+        unknown -= known
+    if unknown:
+        raise SettingError(
+            f"TRITIUM_DUMP names {', '.join(repr(n) for n in sorted(unknown))}, which is no stage; the stages are "
+            f"{', '.join(sorted(known))} (a pass name prints the IR after that pass, 'all' after every pass, "
+            "'ir' the final IR, the others a backend's output)")
+    return frozenset(PASS_NAMES) if "all" in requested else frozenset(requested & set(PASS_NAMES))
+
+
+def check_round_trip(fn: Function) -> None:
+    """Raises IRRoundTripError unless ``fn`` prints, parses back, and prints to the same text."""
+    text = print_function(fn)
+    try:
+        again = print_function(parse_function(text))
+    except IRParseError as error:
+        raise IRRoundTripError(f"the printed IR of {fn.name} does not parse back: {error}\n{text}") from error
+    if again == text:
+        return
+    before, after = text.splitlines(), again.splitlines()
+    line = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+    printed = before[line] if line < len(before) else "<end>"
+    reprinted = after[line] if line < len(after) else "<end>"
+    raise IRRoundTripError(f"the printed IR of {fn.name} changes when parsed and printed again, at line {line + 1}:\n"
+                           f"  printed:   {printed.strip()}\n  reprinted: {reprinted.strip()}\n{text}")
+
+
+def run_passes(fn: Function, verify_each: bool, *, passes: Iterable[Pass] = PIPELINE,
+               other_stages: Collection[str] = ()) -> None:
+    """Runs ``passes`` on ``fn`` in order. ``verify_each``: verify after every pass (naming the pass
+    that broke the IR) and check the final IR's round trip through text. ``other_stages``: names
+    TRITIUM_DUMP may hold besides the passes (a backend's stages)."""
+    dumped = passes_to_dump(config.dump_stages(), other_stages)
+    for stage in passes:
+        stage.run(fn)
+        if verify_each:
+            try:
+                verify(fn)
+            except IRVerificationError as error:
+                raise IRVerificationError(f"after the {stage.name} pass: {error}") from error
+        if stage.name in dumped:
+            print(f"// IR of {fn.name} after {stage.name}\n{fn}", file=sys.stderr)
+    if verify_each:
+        check_round_trip(fn)
