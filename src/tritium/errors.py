@@ -9,6 +9,11 @@ import linecache
 from typing import Optional
 
 
+def _source_with_caret(loc) -> str:
+    source = linecache.getline(loc.file, loc.line).rstrip("\n")
+    return f"\n    {source.rstrip()}\n    {' ' * loc.col}^" if source.strip() else ""
+
+
 def render_location(loc, message: str, hint: Optional[str] = None) -> str:
     """``file:line:col: message``, then the source line with a caret, then the hint."""
     if loc is None:
@@ -18,9 +23,14 @@ def render_location(loc, message: str, hint: Optional[str] = None) -> str:
         if getattr(loc, "function", ""):
             where += f" (in {loc.function})"
         text = f"{where}: {message}"
-        source = linecache.getline(loc.file, loc.line).rstrip("\n")
-        if source.strip():
-            text += f"\n    {source.rstrip()}\n    {' ' * loc.col}^"
+        text += _source_with_caret(loc)
+        site = getattr(loc, "inlined_at", None)
+        while site is not None:  # the @jit helper's call sites, innermost first
+            text += f"\n  called from {site.file}:{site.line}:{site.col + 1}"
+            if getattr(site, "function", ""):
+                text += f" (in {site.function})"
+            text += _source_with_caret(site)
+            site = site.inlined_at
     if hint:
         text += f"\nhint: {hint}"
     return text
@@ -85,6 +95,10 @@ class PTXASError(TritonError):
 
 class LaunchError(TritonError, TypeError):
     """A kernel was called the wrong way, or with arguments it cannot take."""
+
+
+class ValidationError(TritonError, AssertionError):
+    """``TRITIUM_VALIDATE``: a backend's launch wrote other results than the interpreter's."""
 
 
 class OutOfBoundsError(TritonError, IndexError):
@@ -163,3 +177,8 @@ class DeadlockError(KernelFault, RuntimeError):
     """A ``while`` loop that can never exit: an iteration repeated the previous one exactly (same
     carried values, same values read from memory), so every live program spins on memory that no
     running program can change."""
+
+
+class SettingError(TritonError, ValueError):
+    """A ``TRITIUM_*`` environment setting holds a value tritium does not accept; the message names
+    the setting and the values it takes."""

@@ -2,12 +2,11 @@
 
 A block pointer describes a tile of a strided N-d tensor: a base pointer, the tensor's shape and
 strides, the tile's offsets (its first element's coordinates) and the tile's ``block_shape``.
-It never reaches the IR: it is a compile-time aggregate (``compiler.aggregates.Aggregate``)
-whose parts are scalars, and a load or store through it becomes ordinary pointer arithmetic
-and a mask::
-
-    address = base + sum_i (offsets[i] + arange(block_shape[i])) * strides[i]   (int64, broadcast)
-    mask    = AND over the checked dims i of  0 <= offsets[i] + arange(block_shape[i]) < shape[i]
+The pointer itself is a compile-time aggregate (``compiler.aggregates.Aggregate``) whose parts
+are scalars; a load or store through it is a ``tile_load``/``tile_store`` in the IR, holding the
+tensor's shape and strides and the tile's offsets (what a GPU's TMA unit needs), which
+``compiler/passes/lower_tile_access.py`` turns into pointer arithmetic and a mask for backends
+without one.
 
 Only the dimensions named in ``boundary_check`` are masked, as in Triton: an access outside
 the tensor along an unchecked dimension is a real out-of-bounds access (the interpreter
@@ -112,48 +111,6 @@ class BlockPointer(Aggregate):
     __radd__ = __sub__ = __add__
 
 
-def block_addresses(base: tensor, shape, strides, offsets, block_shape, checked=()) -> tuple[tensor, object]:
-    """The pointers of a tile and the mask of its checked dimensions (None when nothing needs masking)."""
-    sem = _semantic()
-    rank = len(block_shape)
-    total = None
-    mask = None
-    for dim, size in enumerate(block_shape):
-        index = sem.arange(0, size)
-        offset = offsets[dim]
-        if _static_int(offset) != 0:
-            index = sem.add(index, offset)
-        if rank > 1:
-            view = [1] * rank
-            view[dim] = size
-            index = sem.reshape(index, tuple(view))
-        term = sem.cast(index, T.int64)
-        stride = strides[dim]
-        if _static_int(stride) != 1:
-            term = sem.mul(term, stride if _static_int(stride) is not None else sem.cast(stride, T.int64))
-        total = term if total is None else sem.add(total, term)
-        if dim in checked:
-            for inside in _inside(index, offset, size, shape[dim]):
-                mask = inside if mask is None else sem.logical("and", mask, inside)
-    total = sem.broadcast_to(total, block_shape)
-    pointers = sem.addptr(base, total)
-    if mask is not None:
-        mask = sem.broadcast_to(mask, block_shape)
-    return pointers, mask
-
-
-def _inside(index: tensor, offset, size: int, extent) -> list:
-    """The checks ``0 <= index`` and ``index < extent`` that are not known to hold at compile time."""
-    sem = _semantic()
-    low, high = _static_int(offset), _static_int(extent)
-    checks = []
-    if low is None or low < 0:
-        checks.append(sem.compare("ge", index, 0))
-    if not (high is not None and (high >= _INT32[1] or (low is not None and low + size <= high))):
-        checks.append(sem.compare("lt", index, extent))
-    return checks
-
-
 def _boundary_check(boundary_check, rank: int) -> tuple[int, ...]:
     value = unwrap(boundary_check)
     if value is None:
@@ -178,18 +135,16 @@ def _padding(padding_option) -> str:
     return padding
 
 
-def load_block(ptr: BlockPointer, boundary_check=(), padding_option="") -> tensor:
-    """``tl.load`` through a block pointer."""
+def load_block(ptr: BlockPointer, boundary_check=(), padding_option="", cache_modifier="",
+               eviction_policy="") -> tensor:
+    """``tl.load`` through a block pointer: a ``tile_load`` in the IR."""
     checked = _boundary_check(boundary_check, len(ptr.block_shape))
     padding = _padding(padding_option)
     element = ptr.base.dtype.element_ty
     if padding == "nan" and not element.is_floating():
         raise ValueError(f"padding_option='nan' is not supported for integer block pointers ({element})")
-    address, mask = block_addresses(ptr.base, ptr.shape, ptr.strides, ptr.offsets, ptr.block_shape, checked)
-    other = None
-    if mask is not None:
-        other = float("nan") if padding == "nan" else 0
-    return _semantic().load(address, mask, other)
+    return _semantic().tile_load(ptr.base, ptr.shape, ptr.strides, ptr.offsets, ptr.block_shape, ptr.order, checked,
+                                 padding, "block_pointer", cache_modifier, eviction_policy)
 
 
 def _store_value(value, element: T.dtype, block_shape, what: str) -> tensor:
@@ -205,13 +160,13 @@ def _store_value(value, element: T.dtype, block_shape, what: str) -> tensor:
     return sem.broadcast_to(value, block_shape)
 
 
-def store_block(ptr: BlockPointer, value, boundary_check=()) -> None:
-    """``tl.store`` through a block pointer."""
+def store_block(ptr: BlockPointer, value, boundary_check=(), cache_modifier="", eviction_policy="") -> None:
+    """``tl.store`` through a block pointer: a ``tile_store`` in the IR."""
     checked = _boundary_check(boundary_check, len(ptr.block_shape))
     element = ptr.base.dtype.element_ty
     value = _store_value(value, element, ptr.block_shape, "tl.store through a block pointer")
-    address, mask = block_addresses(ptr.base, ptr.shape, ptr.strides, ptr.offsets, ptr.block_shape, checked)
-    _semantic().store(address, value, mask)
+    _semantic().tile_store(ptr.base, value, ptr.shape, ptr.strides, ptr.offsets, ptr.block_shape, ptr.order, checked,
+                           "block_pointer", cache_modifier, eviction_policy)
 
 
 @builtin
@@ -264,4 +219,4 @@ def advance(base, offsets):
                         base.order)
 
 
-__all__ = ["BlockPointer", "advance", "block_addresses", "load_block", "make_block_ptr", "store_block"]
+__all__ = ["BlockPointer", "advance", "load_block", "make_block_ptr", "store_block"]

@@ -5,7 +5,7 @@ and fp64 only, as in Triton: an fp16 or bf16 argument raises ValueError naming t
 """
 from __future__ import annotations
 
-from .core import builtin, _semantic
+from .core import _semantic, builtin, unwrap
 
 
 def _unary(name: str):
@@ -66,7 +66,7 @@ def fdiv(x, y, ieee_rounding=False):
     if not x.dtype.is_floating() or not y.dtype.is_floating():
         raise TypeError(f"both operands of fdiv must have a floating-point type, got {x.dtype} and {y.dtype}")
     x, y = sem._promote(x, y)
-    return sem._emit("div", [x, y], x.type)
+    return sem._emit("div", [x, y], x.type) if unwrap(ieee_rounding) else sem.approximate_div(x, y)
 
 
 @builtin

@@ -72,11 +72,12 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
         if unwrap(mask) is not None or unwrap(other) is not None:
             raise ValueError("mask and other cannot be given when loading through a block pointer; "
                              "use boundary_check=(dims...) and padding_option='zero' or 'nan'")
-        return _block_pointer.load_block(pointer, boundary_check, padding_option)
+        return _block_pointer.load_block(pointer, boundary_check, padding_option, cache_modifier, eviction_policy)
     if unwrap(boundary_check) or unwrap(padding_option):
         raise ValueError("boundary_check and padding_option apply to block pointers (tl.make_block_ptr) only; "
                          "with a tensor of pointers, pass mask= and other=")
-    return _semantic().load(pointer, unwrap(mask) if not isinstance(mask, tensor) else mask, other)
+    return _semantic().load(pointer, unwrap(mask) if not isinstance(mask, tensor) else mask, other, cache_modifier,
+                            eviction_policy, volatile)
 
 
 @builtin
@@ -86,11 +87,11 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     if isinstance(pointer, _block_pointer.BlockPointer):
         if unwrap(mask) is not None:
             raise ValueError("mask cannot be given when storing through a block pointer; use boundary_check=(dims...)")
-        return _block_pointer.store_block(pointer, value, boundary_check)
+        return _block_pointer.store_block(pointer, value, boundary_check, cache_modifier, eviction_policy)
     if unwrap(boundary_check):
         raise ValueError("boundary_check applies to block pointers (tl.make_block_ptr) only; "
                          "with a tensor of pointers, pass mask=")
-    return _semantic().store(pointer, value, mask)
+    return _semantic().store(pointer, value, mask, cache_modifier, eviction_policy)
 
 
 def _atomic(kind: str):
@@ -550,7 +551,9 @@ def device_assert(cond, msg="", mask=None):
 
 # loops -----------------------------------------------------------------------------------------------
 class range:
-    """A run-time loop ``for i in tl.range(start, end, step)``; extra options are accepted and ignored."""
+    """A run-time loop ``for i in tl.range(start, end, step)``. The scheduling options (software
+    pipelining depth, unrolling, flattening, warp specialization) are kept on the IR's ``for`` for
+    compiled backends; they never change what the loop computes."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
                  disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
@@ -559,6 +562,12 @@ class range:
         else:
             self.start, self.end = arg1, arg2
         self.step = 1 if step is None else step
+        self.options = {
+            "num_stages": None if unwrap(num_stages) is None else int(unwrap(num_stages)),
+            "loop_unroll_factor": None if unwrap(loop_unroll_factor) is None else int(unwrap(loop_unroll_factor)),
+            "flatten": bool(unwrap(flatten)), "warp_specialize": bool(unwrap(warp_specialize)),
+            "disallow_acc_multi_buffer": bool(unwrap(disallow_acc_multi_buffer)),
+        }
 
 
 class static_range:

@@ -5,7 +5,7 @@ read and written through it: ``desc.load(offsets)`` gives the tile whose first e
 ``offsets``, ``desc.store(offsets, value)`` writes one. As with the TMA units that run them on a
 GPU, every dimension is bounds-checked: lanes outside the tensor read 0 (NaN with
 ``padding_option="nan"``) and are not written. Like block pointers (``block_pointer.py``),
-descriptors are compile-time aggregates lowered to pointer arithmetic and masks.
+descriptors are compile-time aggregates; their loads and stores are the IR's tile ops.
 
 A ``triton.tools.tensor_descriptor.TensorDescriptor`` passed to a kernel arrives as its base
 pointer, its shape (int32) and its strides (int64; the last one is 1, so it is not passed): see
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..compiler.aggregates import Aggregate
 from ..compiler.ir import types as T
-from .block_pointer import _block_shape, _scalar_part, _sequence, _store_value, block_addresses
+from .block_pointer import _block_shape, _scalar_part, _sequence, _store_value
 from .core import _semantic, builtin, tensor, unwrap
 
 
@@ -64,10 +64,8 @@ class tensor_descriptor(Aggregate):
     def load(self, offsets, cache_modifier="", eviction_policy=""):
         """The ``block_shape`` tile at ``offsets``; elements outside the tensor read 0 (or NaN)."""
         offsets = _check_offsets(offsets, len(self.block_shape))
-        checked = tuple(range(len(self.block_shape)))
-        address, mask = block_addresses(self.base, self.shape, self.strides, offsets, self.block_shape, checked)
-        other = None if mask is None else (float("nan") if self.padding == "nan" else 0)
-        return _semantic().load(address, mask, other)
+        return _semantic().tile_load(self.base, self.shape, self.strides, offsets, self.block_shape, (), (), self.padding,
+                                     "descriptor", cache_modifier, eviction_policy)
 
     @builtin
     def store(self, offsets, value, store_reduce=""):
@@ -76,9 +74,8 @@ class tensor_descriptor(Aggregate):
             raise NotImplementedError("tensor descriptor stores with store_reduce are not supported yet")
         offsets = _check_offsets(offsets, len(self.block_shape))
         value = _store_value(value, self.dtype, self.block_shape, "desc.store")
-        checked = tuple(range(len(self.block_shape)))
-        address, mask = block_addresses(self.base, self.shape, self.strides, offsets, self.block_shape, checked)
-        _semantic().store(address, value, mask)
+        _semantic().tile_store(self.base, value, self.shape, self.strides, offsets, self.block_shape, (), (),
+                               "descriptor")
 
 
 @builtin

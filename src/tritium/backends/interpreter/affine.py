@@ -190,12 +190,12 @@ def affine_load(ex, op, args, active):
     ptr = args[0]
     if not isinstance(ptr, Affine):
         return NotImplemented
-    mask = args[1] if len(args) > 1 else None
+    mask = args[op.operand_index("mask")] if op.operand("mask") is not None else None
     if isinstance(mask, Affine):
         return NotImplemented
     # Inactive programs' lanes are read too: harmless, since the whole window is in bounds, and
     # their values are never used.
-    other = args[2] if len(args) > 2 else None
+    other = args[op.operand_index("other")] if op.operand("other") is not None else None
     dtype = op.result.type.scalar.numpy
     window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
     if window is None:
@@ -209,8 +209,8 @@ def affine_store(ex, op, args, active):
     ptr, value = args[0], args[1]
     if not isinstance(ptr, Affine) or isinstance(value, Affine):
         return NotImplemented
-    if len(args) > 2:
-        mask = args[2]
+    if op.operand("mask") is not None:
+        mask = args[op.operand_index("mask")]
         if isinstance(mask, Affine) or not np.all(mask):
             return NotImplemented
     if active is not None and not np.all(active):

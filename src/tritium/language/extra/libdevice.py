@@ -5,7 +5,7 @@ Import it as Triton code does: ``from triton.language.extra import libdevice`` (
 (mostly fp32 or fp64, as in Triton); other types are first promoted to a common type, as Triton
 does, and a type no signature takes is a compile error naming the accepted ones. Every call
 becomes one ``libdevice`` IR operation with the function's name and libdevice symbol; the
-interpreter evaluates fp32 in fp64 and rounds once (see backends/interpreter/libdevice.py).
+interpreter evaluates fp32 in fp64 and rounds once (see numerics/libdevice.py).
 """
 from __future__ import annotations
 
