@@ -4,6 +4,11 @@ Run with tritium's environment:
 
     python benchmarks/interpreter_vs_triton.py [--cases add,gelu_fwd,...] [--repeat N]
         [--triton-repeat N] [--triton-python /path/env/bin/python] [--skip-triton]
+        [--baseline /path/to/another/checkout]
+
+``--baseline`` also runs every case on the tritium found in that checkout's ``src/`` (e.g. a
+``git worktree`` of an earlier commit), in the same run, and prints its times beside this tree's
+with the ratio baseline ms / tritium ms: a check that a change did not slow the interpreter.
 
 Every case runs in a fresh subprocess of this script (``--worker tritium`` with this Python,
 ``--worker triton`` with the Triton environment's Python and TRITON_INTERPRET=1), so each
@@ -249,8 +254,10 @@ def run_worker(side: str, names: list[str], repeat: int) -> int:
 
 # --- the parent: spawn workers, print the table --------------------------------------------------
 
-def spawn(python: str, side: str, case: str, repeat: int, timeout: float) -> dict:
+def spawn(python: str, side: str, case: str, repeat: int, timeout: float, source: str | None = None) -> dict:
     env = dict(os.environ)
+    if source is not None:  # another tritium: its src/ first on the path, ahead of the installed one
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(source, "src")] + [p for p in [env.get("PYTHONPATH")] if p])
     if side == "triton":
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -293,6 +300,8 @@ def run_parent(args) -> int:
     triton_version = None if args.skip_triton else triton_available(args.triton_python)
     print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs; python {platform.python_version()}")
     print(f"tritium: {sys.executable} (repeat {args.repeat}, median after 1 warm-up)")
+    if args.baseline:
+        print(f"baseline: the tritium in {args.baseline}/src, same Python and repeat")
     if triton_version:
         print(f"Triton {triton_version} interpreter: {args.triton_python} "
               f"(TRITON_INTERPRET=1, repeat {args.triton_repeat}, median after 1 warm-up)")
@@ -300,8 +309,10 @@ def run_parent(args) -> int:
         print("Triton: skipped")
     print()
 
-    rows = []
+    rows, baseline = [], {}
     for name in names:
+        if args.baseline:
+            baseline[name] = spawn(sys.executable, "tritium", name, args.repeat, args.timeout, args.baseline)
         ours = spawn(sys.executable, "tritium", name, args.repeat, args.timeout)
         theirs = spawn(args.triton_python, "triton", name, args.triton_repeat, args.timeout) if triton_version else {}
         rows.append((name, ours, theirs))
@@ -332,6 +343,19 @@ def run_parent(args) -> int:
     if ratios:
         print(f"ratio = Triton-interpreter ms / tritium ms over {len(ratios)} cases: "
               f"median {statistics.median(ratios):.1f}x, minimum {min(ratios):.1f}x")
+    if baseline:
+        print(f"\n{'case':<12} {'baseline ms':>12} {'tritium ms':>11} {'baseline/tritium':>17}")
+        speedups = []
+        for name, ours, _ in rows:
+            before = baseline[name]
+            ratio = before["ms"] / ours["ms"] if "error" not in before and "error" not in ours else None
+            if ratio is not None:
+                speedups.append(ratio)
+            print(f"{name:<12} {fmt(before.get('ms'), '12.1f')} {fmt(ours.get('ms'), '11.1f')} "
+                  f"{(fmt(ratio, '.2f') + ('x' if ratio else '')):>17}")
+        if speedups:
+            print(f"baseline ms / tritium ms over {len(speedups)} cases: median {statistics.median(speedups):.2f}x, "
+                  f"minimum {min(speedups):.2f}x (above 1: this tree is faster)")
     base = [r.get("base_rss_mb") for _, r, _ in rows if r.get("base_rss_mb")]
     base_t = [r.get("base_rss_mb") for _, _, r in rows if r and r.get("base_rss_mb")]
     if base:
@@ -366,6 +390,8 @@ def main(argv=None) -> int:
     parser.add_argument("--triton-python", default="/tmp/triton-env/bin/python",
                         help="a Python with torch and triton installed (default %(default)s)")
     parser.add_argument("--skip-triton", action="store_true", help="run tritium only")
+    parser.add_argument("--baseline", default=None,
+                        help="a checkout of another tritium version (its src/ is used) to time beside this one")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per worker process")
     parser.add_argument("--worker", choices=("tritium", "triton"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

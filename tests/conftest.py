@@ -1,4 +1,5 @@
-"""Shared test setup: every test gets its own empty tritium cache folder.
+"""Shared test setup: every test gets its own empty tritium cache folder, and tests that take the
+``backend`` fixture run on every backend serving host memory.
 
 The autotuner keeps its winners on disk (runtime/autotuner.py); a test that counts how often
 configs are timed must not find the answer a previous run (or another test) left there, and the
@@ -13,6 +14,35 @@ import pytest
 def _isolated_tritium_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("TRITIUM_CACHE_DIR", str(tmp_path_factory.mktemp("tritium-cache")))
     monkeypatch.setenv("TRITIUM_AUTOTUNE_PROGRESS", "0")
+
+
+@pytest.fixture(autouse=True)
+def _checked_compile_time_analysis(monkeypatch):
+    """Every kernel the suite runs has the compiler's axis-info and mask claims checked against the
+    values the interpreter computes (TRITIUM_CHECK_ANALYSIS=0 turns that off)."""
+    if "TRITIUM_CHECK_ANALYSIS" not in __import__("os").environ:
+        monkeypatch.setenv("TRITIUM_CHECK_ANALYSIS", "1")
+
+
+def _host_memory_backends() -> list[str]:
+    from tritium.backends import registry
+
+    return [backend.name for backend in registry.available("cpu")]
+
+
+@pytest.fixture(params=_host_memory_backends())
+def backend(request, monkeypatch) -> str:
+    """Runs the test once on every available backend that launches on host memory (today the
+    interpreter), with TRITIUM_BACKEND naming it."""
+    monkeypatch.setenv("TRITIUM_BACKEND", request.param)
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _checked_ir(monkeypatch):
+    """Every kernel the suite compiles is verified after each pass and round-tripped through its
+    printed text (compiler/passes/manager.py)."""
+    monkeypatch.setenv("TRITIUM_CHECK_IR", "1")
 
 
 # Property tests draw the same examples on every run, so CI is reproducible; explore more locally

@@ -121,7 +121,7 @@ N = 1000  # not a multiple of the block: the last program has a masked tail
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
-def test_float_arithmetic_is_correctly_rounded(dtype, op):
+def test_float_arithmetic_is_correctly_rounded(dtype, op, backend):
     """Bit-exact against the fp64 result rounded once to the result type (fp64 itself: numpy).
 
     fp16 and bf16 division computes in fp32 (Triton's rule), so its result is fp32.
@@ -141,7 +141,7 @@ def test_float_arithmetic_is_correctly_rounded(dtype, op):
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp64", "fp16"])
-def test_float_mod_is_fmod(dtype):
+def test_float_mod_is_fmod(dtype, backend):
     """x % y on floats is C's fmod (sign of the dividend), computed exactly; fp16 % computes in fp32."""
     x = np.array([7.5, -7.5, 7.5, -7.5, 5.0, 0.0, -0.0, 1e-3, 3.0, np.inf, 1.0], NP[dtype])
     y = np.array([2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 3.0, 1e-4, np.inf, 2.0, np.nan], NP[dtype])
@@ -157,7 +157,7 @@ def test_float_mod_is_fmod(dtype):
 
 @pytest.mark.parametrize("dtype", INT_TYPES)
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
-def test_integer_arithmetic_wraps(dtype, op):
+def test_integer_arithmetic_wraps(dtype, op, backend):
     """Two's complement wrap-around, as C's unsigned arithmetic and the GPU's add/sub/mul.lo do."""
     r = rng()
     x, y = random_ints(dtype, N, r), random_ints(dtype, N, r)[::-1].copy()
@@ -774,7 +774,7 @@ def test_random_fp32_expressions_bit_exact(tmp_path_factory, expr, data):
 def test_compiled_math_loops_build_on_this_platform():
     """llvmlite is a dependency, so the compiled loops must build here: a mistake in their IR would
     otherwise fall back to the slower C-library path silently (with the same numbers)."""
-    from tritium.backends.interpreter import numerics, vector_math
+    from tritium.numerics import arithmetic as numerics, vector_math
 
     for name in ("erf", "exp", "exp2"):
         assert vector_math.fp32_loop(name) is not None, name

@@ -94,7 +94,7 @@ def _reduce_3d_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.co
     tl.store(out_ptr + tl.arange(0, A)[:, None] * C + tl.arange(0, C)[None, :], s)
 
 
-def test_sum_middle_axis_of_3d_block():
+def test_sum_middle_axis_of_3d_block(backend):
     a, b, c = 4, 8, 16
     x = torch.randint(-50, 50, (a, b, c), dtype=torch.int32)
     out = torch.zeros(a, c, dtype=torch.int32)
@@ -145,7 +145,7 @@ def _softmax_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + row * stride + cols, y, mask=mask)
 
 
-def test_masked_row_softmax_vs_torch():
+def test_masked_row_softmax_vs_torch(backend):
     rows, n_cols = 9, 203
     x = _rand(rows, n_cols, seed=3) * 4
     out = torch.empty_like(x)
@@ -424,7 +424,7 @@ def test_cumsum_cumprod_axes_and_reverse(op, axis, reverse):
     assert torch.equal(out, ref.to(torch.int32))  # int32 wrap-around matches a GPU's
 
 
-def test_cumsum_float_vs_fp64():
+def test_cumsum_float_vs_fp64(backend):
     m, n = 4, 128
     x = _rand(m, n, seed=5)
     out = torch.empty_like(x)
@@ -487,7 +487,7 @@ def test_dot_explicit_tf32_equals_default():
     assert torch.equal(c1, c2)
 
 
-def test_dot_ieee_matches_fp64():
+def test_dot_ieee_matches_fp64(backend):
     m, n, k = 16, 32, 128
     a, b = _rand(m, k, seed=14), _rand(k, n, seed=15)
     c = torch.empty(m, n)

@@ -12,14 +12,11 @@ from .errors import (  # noqa: F401
 from . import runtime  # noqa: F401
 from . import knobs  # noqa: F401
 from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # noqa: F401
+from .runtime.compilation import compile  # noqa: F401,A001  (triton.compile)
 from .runtime.jit import JITFunction, jit  # noqa: F401
 from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: F401
 
-# The Triton release whose language and API tritium follows. Libraries read triton.__version__ to
-# choose their code paths (tl.extra.libdevice from 3.0 on, tensor descriptors, knobs), so under
-# ``import triton`` this is what they must see; tritium's own release is __tritium_version__.
-__version__ = "3.9.0"
-__tritium_version__ = "0.1.0"
+from .version import __tritium_version__, __version__  # noqa: F401  (see version.py)
 
 
 def cdiv(x: int, y: int) -> int:

@@ -61,7 +61,8 @@ def _ir(args) -> int:
     compat.install()
     path, _, kernel_name = args.target.rpartition(":")
     if not path or not kernel_name:
-        print("usage: tritium ir SCRIPT.py:KERNEL --signature '*fp32,*fp32,i32' -D BLOCK=1024", file=sys.stderr)
+        print("usage: tritium ir SCRIPT.py:KERNEL --signature '*fp32,*fp32,i32' -D BLOCK=1024 [--stage NAME]",
+              file=sys.stderr)
         return 2
     namespace = runpy.run_path(path, run_name="__tritium_ir__")
     kernel = namespace.get(kernel_name)
@@ -69,7 +70,18 @@ def _ir(args) -> int:
         print(f"{path} defines no kernel named {kernel_name!r}", file=sys.stderr)
         return 2
     constants = dict(_parse_constant(c) for c in args.define)
-    print(kernel.ir(args.signature, **constants))
+    if args.stage is None:
+        print(kernel.ir(args.signature, **constants))
+        return 0
+    stages = kernel.stages(args.signature, **constants)
+    if args.stage not in stages:
+        print(f"the backend has no stage {args.stage!r}; its stages are {', '.join(stages)}", file=sys.stderr)
+        return 2
+    output = stages[args.stage]
+    if isinstance(output, str):
+        print(output)
+    else:
+        sys.stdout.buffer.write(output)
     return 0
 
 
@@ -91,7 +103,11 @@ def main(argv=None) -> int:
     ir = sub.add_parser("ir", help="print a kernel's tile IR for given argument types")
     ir.add_argument("target", help="SCRIPT.py:KERNEL")
     ir.add_argument("--signature", "-s", required=True,
-                    help="types of the run-time parameters in order, e.g. '*fp32,*fp32,i32'")
+                    help="types of the run-time parameters in order, e.g. '*fp32,*fp32,i32'; ':16' marks a "
+                         "16-byte aligned pointer or an integer divisible by 16, ':1' an integer equal to 1 "
+                         "('*fp32:16,*fp32:16,i32:16')")
+    ir.add_argument("--stage", default=None,
+                    help="print this backend stage's output instead of the IR (the interpreter's: ttir)")
     ir.add_argument("-D", dest="define", action="append", default=[], help="a constexpr, NAME=VALUE")
     ir.set_defaults(handler=_ir)
     demo = sub.add_parser("demo", help="run real kernels and compare them with torch")

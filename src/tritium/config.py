@@ -1,17 +1,43 @@
-"""Every TRITIUM_* setting, read in one place."""
+"""Every TRITIUM_* setting, read in one place.
+
+Settings that ``triton.knobs`` also exposes live in the knobs (one state): assigning the knob
+changes what the function here returns, and the function reads the knob, which reads the
+environment variable until it is assigned. That holds for the cache folder (``knobs.cache.dir``),
+the backend (``knobs.runtime.backend``), debug mode (``knobs.runtime.debug``) and the dumped
+stages (``knobs.compilation.dump``).
+"""
 from __future__ import annotations
 
 import os
 
+from . import knobs
+
 
 def dump_stages() -> set[str]:
-    """TRITIUM_DUMP=ir[,..]: print these pipeline stages' output to stderr."""
-    return {s.strip() for s in os.environ.get("TRITIUM_DUMP", "").split(",") if s.strip()}
+    """TRITIUM_DUMP=ir[,ttir,..] (``knobs.compilation.dump``): print these stages' output to stderr:
+    ``ir`` is the IR after the passes, other names a backend's stages (``tritium ir --stage``)."""
+    value = knobs.compilation.dump or ""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return {str(s).strip() for s in parts if str(s).strip()}
 
 
 def backend_name() -> str:
-    """TRITIUM_BACKEND: which backend runs host-memory launches (only 'interpreter' today)."""
-    return os.environ.get("TRITIUM_BACKEND", "interpreter").strip().lower() or "interpreter"
+    """TRITIUM_BACKEND (``knobs.runtime.backend``): the backend that runs every launch, by name (see
+    ``tritium.backends.registry``); "" (unset) picks the first available backend serving the
+    device the arguments' memory is on (host memory: the interpreter, today)."""
+    return str(knobs.runtime.backend or "").strip().lower()
+
+
+def validate_backend() -> str:
+    """TRITIUM_VALIDATE=interpreter: after each launch on another backend, run it again on the
+    interpreter over copies of the arguments and compare the outputs (runtime/validate.py).
+    "" (unset): no validation."""
+    text = os.environ.get("TRITIUM_VALIDATE", "").strip().lower()
+    if text in ("", "0", "off", "no", "false"):
+        return ""
+    if text != "interpreter":
+        raise ValueError(f"TRITIUM_VALIDATE={text!r}: the launches can be validated against 'interpreter' only")
+    return text
 
 
 def batch_elements() -> int:
@@ -33,10 +59,6 @@ def bench_quick() -> bool:
     return os.environ.get("TRITIUM_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _truthy(text: str) -> bool:
-    return text.strip().lower() in ("1", "true", "yes", "on")
-
-
 def debug_mode() -> bool:
     """TRITIUM_DEBUG=1: the interpreter's debug mode, checks that cost more than a few percent.
 
@@ -49,9 +71,10 @@ def debug_mode() -> bool:
     identical iterations instead of after ``TRITIUM_SPIN_CHECK_AFTER``). Without it, these give what a
     GPU gives (``x // 0 == -1``, NaN -> 0, a race's last writer wins). ``@triton.jit(debug=True)``
     and ``kernel[grid](..., debug=True)`` turn it on for one kernel or one launch (``debug=False``
-    turns it off); the launch's setting wins over the kernel's, and both over the environment.
+    turns it off); the launch's setting wins over the kernel's, and both over
+    ``knobs.runtime.debug``, which reads TRITIUM_DEBUG, then Triton's TRITON_DEBUG, until assigned.
     """
-    return _truthy(os.environ.get("TRITIUM_DEBUG", ""))
+    return bool(knobs.runtime.debug)
 
 
 def shuffle_seed() -> int | None:
@@ -77,16 +100,16 @@ def spin_check_after() -> int:
 
 
 def cache_dir() -> str:
-    """TRITIUM_CACHE_DIR: the folder tritium keeps its on-disk caches in (the autotuner's winning
-    configs, under ``autotune/``). Default: ``~/.cache/tritium`` (``$XDG_CACHE_HOME/tritium`` when
-    XDG_CACHE_HOME is set). A folder assigned to ``triton.knobs.cache.dir`` takes precedence."""
-    from . import knobs
-
+    """The folder tritium keeps its on-disk caches in (the autotuner's winning configs under
+    ``autotune/``, compiled backends' stages under ``kernels/``; see runtime/cache.py). In order of
+    precedence: a folder assigned to ``triton.knobs.cache.dir``; TRITIUM_CACHE_DIR; Triton's
+    TRITON_CACHE_DIR; ``~/.cache/tritium`` (``$XDG_CACHE_HOME/tritium`` when XDG_CACHE_HOME is set)."""
     if knobs.cache.is_set("dir"):
         return os.path.expanduser(str(knobs.cache.dir))
-    text = os.environ.get("TRITIUM_CACHE_DIR", "").strip()
-    if text:
-        return os.path.expanduser(text)
+    for variable in ("TRITIUM_CACHE_DIR", "TRITON_CACHE_DIR"):
+        text = os.environ.get(variable, "").strip()
+        if text:
+            return os.path.expanduser(text)
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "tritium")
 
@@ -102,3 +125,16 @@ def autotune_progress() -> bool:
     """TRITIUM_AUTOTUNE_PROGRESS=0: no progress line while the autotuner times configs (it is shown
     on stderr only when stderr is a terminal)."""
     return os.environ.get("TRITIUM_AUTOTUNE_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def strict() -> bool:
+    """TRITIUM_STRICT=1: refuse what compiled Triton refuses (``break``/``continue``, ``return``
+    inside loops, a loop-carried variable whose type changes), so kernels written against tritium
+    also compile under Triton. Off by default: these are tritium's extensions (docs/language.md)."""
+    return os.environ.get("TRITIUM_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_ir() -> bool:
+    """TRITIUM_CHECK_IR=1: verify the IR after every compiler pass, and check that the final IR
+    prints, parses back and prints to the same text (the test suite sets it)."""
+    return os.environ.get("TRITIUM_CHECK_IR", "").strip().lower() in ("1", "true", "yes", "on")

@@ -13,12 +13,14 @@ import tritium.language as tl
 
 def _backend_line() -> str:
     from . import config
+    from .backends import registry
 
-    name = config.backend_name()
-    if os.environ.get("TRITIUM_BACKEND", "").strip():
-        why = f"TRITIUM_BACKEND={os.environ['TRITIUM_BACKEND'].strip()} asks for it"
+    requested = config.backend_name()
+    name = registry.for_device("cpu", requested or None).name
+    if requested:
+        why = f"TRITIUM_BACKEND={requested} asks for it"
     else:
-        why = "the default for CPU tensors until the native CPU and CUDA compilers land (TRITIUM_BACKEND picks one)"
+        why = "the first available backend for CPU tensors (TRITIUM_BACKEND picks another)"
     return (f"backend: {name} -- {why}; it runs a batch of programs per numpy call and bounds-checks every "
             "load and store")
 

@@ -5,18 +5,23 @@ Each group (``knobs.cache``, ``knobs.compilation``, ``knobs.autotuning``, ``knob
 to them; ``group.scope()`` restores on exit whatever was assigned inside it, ``group.reset()``
 forgets the assignments, ``group.copy()`` gives an independent copy.
 
-What tritium acts on: ``cache.dir``, once assigned, is the folder of tritium's on-disk caches
-(the autotuner's results) in place of ``TRITIUM_CACHE_DIR``; ``language.fp32_default``
-(``TRITON_F32_DEFAULT``) is the precision of fp32 ``tl.dot`` calls that name none, read when a
-kernel is compiled (a new value compiles the kernel again); ``runtime.interpret`` is True, since
-every kernel runs on the interpreter. The other knobs are kept and returned, for code that reads
-them, but change nothing here (there is no GPU compiler to configure).
+What tritium acts on -- these knobs are the state ``tritium.config`` reads, so assigning one is
+what the matching setting returns: ``cache.dir``, once assigned, is the folder of tritium's
+on-disk caches in place of ``TRITIUM_CACHE_DIR`` (see ``config.cache_dir`` for the order);
+``runtime.backend`` (``TRITIUM_BACKEND``) names the backend every launch runs on (unset: the one
+serving the data's device); ``runtime.debug`` (``TRITIUM_DEBUG``, else Triton's ``TRITON_DEBUG``)
+turns on debug mode; ``compilation.dump`` (``TRITIUM_DUMP``) lists the stages printed while
+compiling; ``compilation.always_compile`` (``TRITON_ALWAYS_COMPILE``) ignores compiled kernels
+stored on disk; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
+``tl.dot`` calls that name none, read when a kernel is compiled (a new value compiles the kernel
+again); ``runtime.interpret`` is True, since every kernel runs on the interpreter today. The
+other knobs are kept and returned, for code that reads them, but change nothing here.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 
 def _parse_bool(text: str) -> bool:
@@ -24,11 +29,12 @@ def _parse_bool(text: str) -> bool:
 
 
 class _knob:
-    """An attribute that reads the environment variable ``env`` (parsed by ``parse``) until a value
-    is assigned to it; ``default`` (a value, or a function of the group) when the variable is unset."""
+    """An attribute that reads the environment variable ``env`` (parsed by ``parse``; a tuple names
+    several, the first one set wins) until a value is assigned to it; ``default`` (a value, or a
+    function of the group) when no variable is set."""
 
-    def __init__(self, env: Optional[str], default: Any = None, parse: Callable[[str], Any] = str):
-        self.env = env
+    def __init__(self, env, default: Any = None, parse: Callable[[str], Any] = str):
+        self.env = (env,) if isinstance(env, str) else tuple(env or ())
         self.default = default
         self.parse = parse
 
@@ -40,9 +46,10 @@ class _knob:
             return self
         if self.name in group.__dict__:
             return group.__dict__[self.name]
-        text = os.environ.get(self.env) if self.env else None
-        if text is not None:
-            return self.parse(text)
+        for variable in self.env:
+            text = os.environ.get(variable)
+            if text is not None:
+                return self.parse(text)
         return self.default(group) if callable(self.default) else self.default
 
     def __set__(self, group, value):
@@ -101,6 +108,7 @@ class compilation_knobs(base_knobs):
     override = _bool("TRITON_KERNEL_OVERRIDE")
     dump_ir = _bool("TRITON_KERNEL_DUMP")
     always_compile = _bool("TRITON_ALWAYS_COMPILE")
+    dump = _str("TRITIUM_DUMP", "")  # tritium's: comma-separated stage names (config.dump_stages)
     disable_line_info = _bool("TRITON_DISABLE_LINE_INFO")
     front_end_debugging = _bool("TRITON_FRONT_END_DEBUGGING")
     allow_non_constexpr_globals = _bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
@@ -115,7 +123,8 @@ class autotuning_knobs(base_knobs):
 
 class runtime_knobs(base_knobs):
     interpret = _knob(None, True)
-    debug = _bool("TRITON_DEBUG")
+    debug = _bool(("TRITIUM_DEBUG", "TRITON_DEBUG"))
+    backend = _str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
     override_arch = _str("TRITON_OVERRIDE_ARCH")
 
 

@@ -1,4 +1,7 @@
-"""Backends consume the tile IR. Each lives in its own folder.
+"""Backends consume the tile IR. Each lives in its own folder and has one entry in ``registry``.
+
+``base`` says what a backend is (the ``Backend`` protocol, its ``Options`` record, ``GPUTarget``);
+``registry`` lists the backends and picks the one serving a launch's device.
 
 As ``triton.backends``, this package also answers what code written for Triton asks of it:
 ``backends`` maps the names of Triton's compiler backends (``"nvidia"``, ``"amd"``...) to them,

@@ -1,4 +1,4 @@
-"""``triton.compiler.errors``: the errors raised while compiling a kernel."""
+"""Triton import path ``triton.compiler.errors``: the errors raised while compiling a kernel."""
 from ..errors import (  # noqa: F401
     CompilationError, CompileTimeAssertionFailure, TritonError, UnsupportedLanguageConstruct,
 )

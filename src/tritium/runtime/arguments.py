@@ -6,7 +6,7 @@ Accepted: torch tensors (any dtype, any strides), numpy arrays, objects exposing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -69,6 +69,33 @@ def _numpy_view(value) -> TensorView:
     return TensorView(dtype, address, low, high, "cpu", array)
 
 
+def _cuda_interface_view(value) -> TensorView:
+    """The view of an object exposing ``__cuda_array_interface__`` (CuPy, Numba, JAX arrays):
+    device memory, which the backend serving "cuda" launches on."""
+    interface = value.__cuda_array_interface__
+    try:
+        numpy_dtype = np.dtype(interface["typestr"])
+    except TypeError:
+        raise LaunchError(f"CUDA array of type {interface['typestr']!r} is not supported by tritium") from None
+    if numpy_dtype.name not in _NUMPY_DTYPE_NAMES:
+        raise LaunchError(f"CUDA array dtype {numpy_dtype} is not supported by tritium")
+    shape = tuple(interface["shape"])
+    itemsize = numpy_dtype.itemsize
+    strides = interface.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], itemsize
+        for extent in reversed(shape):
+            strides.insert(0, step)
+            step *= extent
+    if 0 in shape:
+        low, high = 0, 0
+    else:
+        low = sum(min(0, (s - 1) * st) for s, st in zip(shape, strides))
+        high = sum(max(0, (s - 1) * st) for s, st in zip(shape, strides)) + itemsize
+    dtype = T.dtype(_NUMPY_DTYPE_NAMES[numpy_dtype.name])
+    return TensorView(dtype, int(interface["data"][0]), low, high, "cuda", value)
+
+
 def tensor_view(value) -> Optional[TensorView]:
     """The TensorView of a tensor-like argument; None for anything else."""
     from .reinterpret import TensorWrapper
@@ -82,8 +109,7 @@ def tensor_view(value) -> Optional[TensorView]:
     if isinstance(value, np.ndarray):
         return _numpy_view(value)
     if hasattr(value, "__cuda_array_interface__"):
-        raise LaunchError("CUDA memory was passed, but the cuda backend is not available yet; "
-                          "pass CPU tensors")
+        return _cuda_interface_view(value)
     if hasattr(value, "__array_interface__"):
         return _numpy_view(np.asarray(value))
     return None
@@ -99,31 +125,51 @@ def _launch_int_type(v: int) -> T.dtype:
     return T.uint64 if v >= 2**63 else T.int64
 
 
-def specialize(value, allow_constant_one: bool = True) -> tuple[tuple, Any]:
-    """(key, IR type or constexpr value) for one non-constexpr argument."""
+class Specialization(NamedTuple):
+    """What one non-constexpr argument contributes to a launch: its part of the cache ``key``, its
+    ``spec`` (IR type, or constexpr value), the ``attrs`` proved about it (``{"divisibility": 16}``
+    for an integer divisible by 16 or a 16-byte aligned pointer), and the ``device`` its memory
+    is on (None for scalars)."""
+
+    key: tuple
+    spec: Any
+    attrs: dict
+    device: Optional[str]
+
+
+_DIVISIBLE = {"divisibility": 16}
+
+
+def specialize(value, allow_constant_one: bool = True) -> Specialization:
+    """The specialization of one non-constexpr argument. ``allow_constant_one=False``
+    (``do_not_specialize``) keeps integers run-time values whatever they hold."""
     from ..language.core import constexpr
 
     if value is None:
-        return ("none",), constexpr(None)
+        return Specialization(("none",), constexpr(None), {}, None)
     if isinstance(value, (bool, np.bool_)):
-        return ("i1",), T.int1
+        return Specialization(("i1",), T.int1, {}, None)
     if isinstance(value, (int, np.integer)):
         v = int(value)
         if allow_constant_one and v == 1:
-            return ("one",), constexpr(1)
+            return Specialization(("one",), constexpr(1), {}, None)
         ty = _launch_int_type(v) if not isinstance(value, np.integer) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
         # do_not_specialize (allow_constant_one=False) drops the divisibility-by-16 key too, as in Triton
-        return (ty.name, v % 16 == 0 if allow_constant_one else None), ty
+        divisible = v % 16 == 0 if allow_constant_one else None
+        return Specialization((ty.name, divisible), ty, dict(_DIVISIBLE) if divisible else {}, None)
     if isinstance(value, (float, np.floating)):
         ty = T.float32 if isinstance(value, float) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
-        return (ty.name,), ty
+        return Specialization((ty.name,), ty, {}, None)
     if _is_tensor_descriptor(value):
-        return _specialize_descriptor(value)
+        key, spec, device = _specialize_descriptor(value)
+        return Specialization(key, spec, {}, device)
     view = tensor_view(value)
     if view is not None:
-        return ("ptr", view.dtype.name, view.address % 16 == 0), T.pointer_type(view.dtype)
+        aligned = view.address % 16 == 0
+        return Specialization(("ptr", view.dtype.name, aligned, view.device), T.pointer_type(view.dtype),
+                              dict(_DIVISIBLE) if aligned else {}, view.device)
     if isinstance(value, T.dtype):
-        return ("dtype", value.name), constexpr(value)
+        return Specialization(("dtype", value.name), constexpr(value), {}, None)
     raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected a tensor, a number, or None")
 
 
@@ -134,7 +180,7 @@ def _is_tensor_descriptor(value) -> bool:
     return isinstance(value, TensorDescriptor)
 
 
-def _specialize_descriptor(desc) -> tuple[tuple, Any]:
+def _specialize_descriptor(desc) -> tuple[tuple, Any, str]:
     """A host TensorDescriptor: the kernel is specialized for its element type, block shape and
     padding; its base, shape and strides are passed at run time (see ``expand_descriptors``)."""
     from ..language.tensor_descriptor import tensor_descriptor_type
@@ -148,7 +194,7 @@ def _specialize_descriptor(desc) -> tuple[tuple, Any]:
         if not 0 <= extent < 2**31:
             raise LaunchError(f"a TensorDescriptor's shape must fit in int32, got {list(desc.shape)}")
     spec = tensor_descriptor_type(view.dtype, tuple(desc.block_shape), desc.padding)
-    return ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding), spec
+    return ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding, view.device), spec, view.device
 
 
 def expand_descriptors(specs: dict, values: dict) -> tuple[dict, dict]:

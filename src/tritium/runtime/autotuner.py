@@ -20,15 +20,15 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 import types
 import warnings
 from typing import Callable, Optional
 
 from .. import config as settings
-from ..errors import CompileTimeAssertionFailure, LaunchError, OutOfResources, PTXASError
+from ..errors import CompileTimeAssertionFailure, LaunchError, OutOfResources, PTXASError, TritonError
 from ..language.core import constexpr
+from . import cache
 from .jit import JITFunction, KernelInterface
 
 # Failures that rule a config out while tuning rather than stop the program.
@@ -138,11 +138,12 @@ def _hashable(value):
 # question gets the answer from disk. One JSON file per question, named by a hash of everything the
 # answer depends on: the kernel's source (and the sources of the @jit functions and the constexpr
 # globals it uses), the key values, the tensor arguments' dtypes, the configs on offer, the backend
-# and the device. Files are written to a temporary file in the same folder and renamed into place
-# (os.replace is atomic), so a reader never sees half a file; a file that cannot be read, is not
-# valid JSON, answers another question or names a config that is not on offer is ignored, and the
-# configs are timed again and the file rewritten.
+# and the device. The files live in runtime/cache.py's folder ``autotune/``, written atomically and
+# with a checksum; a file that cannot be read, is not valid JSON, fails its checksum, answers another
+# question or names a config that is not on offer is ignored, and the configs are timed again and
+# the file rewritten.
 CACHE_FORMAT = 1
+_FILES = cache.DiskCache("autotune")
 
 
 def _dependencies(fn, seen: set) -> list[str]:
@@ -222,30 +223,30 @@ class DiskCache:
 
     @staticmethod
     def folder() -> str:
-        return os.path.join(settings.cache_dir(), "autotune")
+        return _FILES.folder
 
-    def identity(self, key: tuple, configs: list) -> Optional[dict]:
-        """Everything the answer for ``key`` depends on; None when some part has no stable text."""
+    def identity(self, key: tuple, configs: list, backend: str = "") -> Optional[dict]:
+        """Everything the answer for ``key`` depends on; None when some part has no stable text.
+        ``backend``: the name of the backend the launches run on."""
         key_values = [_json_value(v) for v in key]
         if any(v is None and k is not None for v, k in zip(key_values, key)):
             return None
         return {"format": CACHE_FORMAT, "kernel": self.tuner.__name__, "source": source_hash(self.tuner.fn),
                 "key_names": self.tuner.keys, "key": key_values, "configs": [str(c) for c in configs],
-                "backend": settings.backend_name(), "device": device_name()}
+                "backend": backend or settings.backend_name(), "device": device_name()}
+
+    def file_name(self, identity: dict) -> str:
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+        return f"{identity['kernel']}-{digest}.json"
 
     def path(self, identity: dict) -> str:
-        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
-        return os.path.join(self.folder(), f"{identity['kernel']}-{digest}.json")
+        return _FILES.path(self.file_name(identity))
 
     def load(self, identity: dict, configs: list) -> Optional[Config]:
         """The stored winner among ``configs``; None when there is no usable file."""
-        try:
-            with open(self.path(identity), encoding="utf-8") as f:
-                record = json.load(f)
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None  # missing, unreadable or corrupt: tune again and rewrite it
-        if not isinstance(record, dict) or record.get("identity") != identity:
-            return None
+        record = _FILES.load_json(self.file_name(identity))
+        if record is None or record.get("identity") != identity:
+            return None  # missing, unreadable, damaged or another question's: tune again and rewrite it
         wanted = record.get("config")
         for config in configs:
             if _config_record(config) == wanted:
@@ -255,23 +256,29 @@ class DiskCache:
     def store(self, identity: dict, best: Config, timings: dict, bench_time: float) -> None:
         record = {"identity": identity, "config": _config_record(best), "bench_time_s": round(bench_time, 6),
                   "timings_ms": {str(c): [float(t) for t in times] for c, times in timings.items()}}
-        path = self.path(identity)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as f:
-                    json.dump(record, f, indent=1, sort_keys=True)
-                os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is an ordinary file
-                os.replace(temporary, path)
-            except BaseException:
-                os.unlink(temporary)
-                raise
+            _FILES.store_json(self.file_name(identity), record)
         except OSError as e:
             if not self.warned:  # a read-only or full disk costs the next process a re-tune, nothing more
                 self.warned = True
-                warnings.warn(f"tritium could not save the autotuning result of {self.tuner.__name__} to {path}: {e}",
-                              RuntimeWarning, stacklevel=4)
+                warnings.warn(f"tritium could not save the autotuning result of {self.tuner.__name__} to "
+                              f"{self.path(identity)}: {e}", RuntimeWarning, stacklevel=4)
+
+
+def _backend_name(all_args: dict) -> str:
+    """The backend the tuned launches run on: the one serving the tensor arguments' device."""
+    from .arguments import tensor_view
+    from .launch import backend_for
+
+    devices = []
+    for value in all_args.values():
+        try:
+            view = tensor_view(value)
+        except TritonError:
+            continue
+        if view is not None:
+            devices.append(view.device)
+    return backend_for(devices).name
 
 
 # The progress line --------------------------------------------------------------------------------
@@ -475,7 +482,8 @@ class Autotuner(_Wrapper):
     def _tune(self, key: tuple, configs: list, args, kwargs, grid, all_args: dict) -> Config:
         """The fastest of ``configs`` for ``key``: from the disk cache when it holds the answer,
         else by timing each config (and then saved there)."""
-        identity = self.disk_cache.identity(key, configs) if self._uses_disk_cache() else None
+        identity = (self.disk_cache.identity(key, configs, _backend_name(all_args)) if self._uses_disk_cache()
+                    else None)
         if identity is not None:
             stored = self.disk_cache.load(identity, configs)
             if stored is not None:

@@ -24,31 +24,19 @@ property                      value on the CPU driver
 
 A compiled kernel reports ``n_regs`` 32 and ``n_spills`` 0 (nominal) and ``metadata.shared``,
 the bytes a GPU would stage in shared memory for its reductions, scans, transposes and dots (see
-``runtime.jit.CompiledKernel``).
+``compiler.compiled_kernel.CompiledKernel``).
 """
 from __future__ import annotations
 
 import functools
 import os
 import platform
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
+
+from ..backends.base import GPUTarget
 
 WARP_SIZE = 32
 MAX_NUM_REGS = 65536
-
-
-@dataclass(frozen=True)
-class GPUTarget:
-    """What code is generated for: ``backend`` ('cpu' here), ``arch`` and ``warp_size``.
-
-    Triton calls it GPUTarget whatever the device; scripts compare ``target.backend`` with
-    "cuda" or "hip", and both are false on tritium's CPU driver.
-    """
-
-    backend: str
-    arch: Union[int, str]
-    warp_size: int
 
 
 def _read_sysfs(path: str):

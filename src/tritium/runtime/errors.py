@@ -1,4 +1,4 @@
-"""``triton.runtime.errors``: the errors raised around launching kernels."""
+"""Triton import path ``triton.runtime.errors``: the errors raised around launching kernels."""
 from ..errors import (  # noqa: F401
     InterpreterError, OutOfBoundsError, OutOfResources, PTXASError, TritonError,
 )

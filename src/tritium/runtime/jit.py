@@ -1,218 +1,28 @@
 """``@jit``: a kernel object that binds arguments, specializes, compiles once per key, and launches."""
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
-import operator
-import platform
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .. import config, knobs
-from ..compiler.frontend import is_constexpr_annotation, parse_function
+from ..compiler.compiled_kernel import CompiledKernel  # noqa: F401  (where Triton's code looks for it)
+from ..compiler.frontend import is_constexpr_annotation
 from ..compiler.ir import types as T
+from ..compiler.source import JITCallable, parse_type
 from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
-from .arguments import expand_descriptors, specialize, tensor_view
+from . import compilation
+from .arguments import specialize
+from .launch import LAUNCH_OPTIONS, backend_for, launch, normalize_grid, parse_options, without_internal_frames
 
-# Launch options Triton accepts; they shape GPU code and are recorded but do not change results here.
-# The last line holds the HIP backend's options, which autotune configs written for AMD GPUs carry.
-LAUNCH_OPTIONS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None, "enable_fp_fusion": True,
-                  "debug": None, "launch_cooperative_grid": False, "extern_libs": None, "sanitize_overflow": True,
-                  "instrumentation_mode": "", "warmup": False,
-                  "waves_per_eu": 0, "matrix_instr_nonkdim": 0, "kpack": 1}
-
-# Ops a GPU routes through shared memory; ``metadata.shared`` adds up the bytes of their operands.
-_SHARED_MEMORY_OPCODES = frozenset({"reduce", "scan", "dot", "permute"})
-
-
-def _shared_memory_bytes(fn, num_stages: int) -> int:
-    """An estimate of the shared memory a GPU would give this kernel: the largest block that a
-    reduction, scan or transpose exchanges between threads, or a dot's operand tiles times
-    ``num_stages - 1`` (the pipeline's buffers). 0 for kernels that need none, as on a GPU."""
-    largest = 0
-    for op in fn.walk():
-        if op.opcode not in _SHARED_MEMORY_OPCODES:
-            continue
-        blocks = [v.type for v in op.operands if isinstance(v.type, T.block_type)]
-        if op.opcode == "dot":
-            size = sum(b.numel * b.element_ty.itemsize for b in blocks[:2]) * max(1, num_stages - 1)
-        else:
-            size = max((b.numel * b.element_ty.itemsize for b in blocks), default=0)
-        largest = max(largest, size)
-    return largest
-
-
-@dataclass
-class CompiledKernel:
-    """One specialization of a kernel: its IR and what the backend made of it.
-
-    ``kernel.warmup(...)`` returns one, and it can be launched directly with
-    ``compiled[grid](*args)``, every parameter given (constexprs included, as Triton's compiled
-    kernels take them) or only the run-time ones. ``n_regs`` and ``n_spills`` are nominal (32 and
-    0); ``metadata.shared`` estimates what a GPU would use (see ``_shared_memory_bytes``).
-    """
-
-    name: str
-    key: tuple
-    ir: Any  # compiler.ir.ops.Function
-    executable: Any
-    backend: str
-    options: dict = field(default_factory=dict)
-    n_regs: int = 32
-    n_spills: int = 0
-    fn: Any = None  # the JITFunction
-    specs: dict = field(default_factory=dict)  # parameter name -> IR type, or constexpr value
-
-    @property
-    def asm(self) -> dict:
-        return {"ttir": str(self.ir)}
-
-    @functools.cached_property
-    def shared(self) -> int:
-        return _shared_memory_bytes(self.ir, int(self.options.get("num_stages") or 3))
-
-    @property
-    def metadata(self):
-        from types import SimpleNamespace
-
-        return SimpleNamespace(name=self.name, shared=self.shared, num_warps=self.options.get("num_warps", 4),
-                               num_stages=self.options.get("num_stages", 3),
-                               num_ctas=self.options.get("num_ctas", 1), backend=self.backend,
-                               target=("cpu", platform.machine(), 32))
-
-    def _init_handles(self) -> None:
-        """Loads the kernel onto the device: nothing left to do for the interpreter."""
-
-    def __getitem__(self, grid):
-        def launcher(*args, **kwargs):
-            return self._launch_direct(grid, args, kwargs)
-
-        return launcher
-
-    def _launch_direct(self, grid, args, kwargs):
-        if self.fn is None:
-            raise LaunchError(f"compiled kernel {self.name} was not made by a JITFunction and cannot be launched")
-        debug = kwargs.get("debug") if "debug" not in self.fn.arg_names else None
-        kwargs = {k: v for k, v in kwargs.items() if k != "stream" and k not in LAUNCH_OPTIONS}
-        runtime_names = ([n for n in self.fn.arg_names if not isinstance(self.specs.get(n), constexpr)]
-                         if self.specs else list(self.ir.arg_names))
-        given = len(args) + len(kwargs)
-        if given == len(runtime_names) and given != len(self.fn.arg_names):
-            values = dict(zip(runtime_names, args))
-            values.update(kwargs)
-        else:
-            try:
-                bound = self.fn.signature.bind(*args, **kwargs)
-            except TypeError as e:
-                raise LaunchError(f"compiled {self.name}[grid](...): {e}; pass every parameter in order "
-                                  f"({', '.join(self.fn.arg_names)}), or only the run-time ones "
-                                  f"({', '.join(runtime_names)})") from None
-            bound.apply_defaults()
-            values = dict(bound.arguments)
-            # Constexprs (and arguments specialized to 1 or None) were fixed when compiling: a
-            # different value now would be silently ignored, so refuse it.
-            for name, spec in self.specs.items():
-                if isinstance(spec, constexpr) and name not in runtime_names:
-                    value = values[name].value if isinstance(values[name], constexpr) else values[name]
-                    if not _same_constant(value, spec.value):
-                        raise LaunchError(f"compiled {self.name} was specialized for {name}={spec.value!r}, "
-                                          f"but launched with {name}={value!r}; launch the JITFunction "
-                                          "instead (it compiles each specialization it meets)")
-        unknown = [n for n in values if n not in self.fn.arg_names]
-        missing = [n for n in runtime_names if n not in values]
-        if unknown or missing:
-            raise LaunchError(f"compiled {self.name}[grid](...): "
-                              + (f"unknown arguments {unknown}" if unknown else f"missing arguments {missing}"))
-        meta = dict(values)
-        meta.update(self.options)
-        try:
-            self.launch(_normalize_grid(grid, meta), values, debug=debug)
-        except TritonError as error:
-            raise _without_internal_frames(error) from error.__cause__
-        return self
-
-    def launch(self, grid3, values: dict, debug=None) -> None:
-        """Runs the kernel on ``grid3`` with the run-time arguments in ``values`` (name -> value).
-
-        ``debug``: the interpreter's debug mode for this launch (``config.debug_mode``); None takes
-        ``@jit(debug=...)``, and when that is None too, ``TRITIUM_DEBUG``."""
-        runtime_args = []
-        specs, values = expand_descriptors(self.specs, values)
-        for name in self.ir.arg_names:
-            ty = specs[name]
-            value = values[name]
-            if isinstance(value, constexpr):
-                value = value.value
-            if isinstance(ty, T.pointer_type):
-                view = tensor_view(value)
-                if view is None:
-                    raise LaunchError(f"argument '{name}' of {self.name} was compiled as a pointer ({ty}), "
-                                      f"but a {type(value).__name__} was passed")
-                if view.device != "cpu":
-                    raise LaunchError(f"argument '{name}' is on device '{view.device}', but only CPU memory "
-                                      "can be used until the cuda backend lands")
-                if view.dtype != ty.element_ty:
-                    raise LaunchError(f"argument '{name}' of {self.name} was compiled for {ty.element_ty} "
-                                      f"elements, but holds {view.dtype}")
-                value = view
-            runtime_args.append((name, ty, value))
-        if grid3[0] * grid3[1] * grid3[2] == 0:
-            return
-        if debug is None and self.fn is not None:
-            debug = self.fn.debug
-        self.executable.launch(grid3, runtime_args, debug=debug)
-
-
-def _same_constant(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _without_internal_frames(error: BaseException) -> BaseException:
-    """The user's mistake is in their kernel or call, not in tritium's frames: drop those frames,
-    from the error and from the error it wraps (kept as ``__cause__``, as Triton keeps it)."""
-    if error.__cause__ is not None:
-        error.__cause__.with_traceback(None)
-    return error.with_traceback(None)
+__all__ = ["CompiledKernel", "JITFunction", "KernelInterface", "KernelParam", "LAUNCH_OPTIONS", "jit"]
 
 
 def _parse_type(text: str):
-    from ..compiler.ir.types import dtype_from_ir_name
-
-    pointer = text.startswith("*")
-    name = text[1:] if pointer else text
-    ty = dtype_from_ir_name(name)
-    if ty is None:
-        try:
-            ty = T.dtype(name)
-        except ValueError:
-            raise LaunchError(f"unknown type {text!r} in the signature (use e.g. *fp32, i32, fp16)") from None
-    return T.pointer_type(ty) if pointer else ty
-
-
-def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
-    if callable(grid):
-        grid = grid(meta)
-    if isinstance(grid, int) or hasattr(grid, "__index__") and not isinstance(grid, (tuple, list)):
-        grid = (grid,)
-    try:
-        dims = [operator.index(g) for g in grid]  # integers only: 1.5 programs is a mistake, not 1
-    except (TypeError, ValueError):
-        raise LaunchError(f"the grid must be a tuple of up to 3 integers (or a function returning one), got {grid!r}") from None
-    if not 1 <= len(dims) <= 3:
-        raise LaunchError(f"the grid must have 1 to 3 dimensions, got {len(dims)}")
-    if any(d < 0 for d in dims):
-        raise LaunchError(f"grid dimensions must not be negative, got {tuple(dims)}")
-    while len(dims) < 3:
-        dims.append(1)
-    return dims[0], dims[1], dims[2]
+    """The IR type of a signature entry ('*fp32', 'i32', or with an attribute: '*fp32:16', 'i32:1')."""
+    return parse_type(text)[0]
 
 
 class KernelInterface:
@@ -299,8 +109,11 @@ class KernelParam:
         return f"KernelParam({self.num}, {self._param})"
 
 
-class JITFunction(KernelInterface):
-    """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``."""
+class JITFunction(KernelInterface, JITCallable):
+    """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``.
+
+    ``cache`` holds one compiled kernel per (specialization key, backend name, options record):
+    launches with other launch options (num_warps, num_stages, ...) compile separately."""
 
     def __init__(self, fn: Callable, do_not_specialize=(), debug=None, noinline=None, repr=None,
                  launch_metadata=None, do_not_specialize_on_alignment=()):
@@ -324,17 +137,11 @@ class JITFunction(KernelInterface):
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
-        self._parsed = None
+        self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
             self.src = inspect.getsource(fn)
         except (OSError, TypeError):
             self.src = _register_exec_source(fn)
-
-    @property
-    def parsed(self):
-        if self._parsed is None:
-            self._parsed = parse_function(self.fn)
-        return self._parsed
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
@@ -356,8 +163,17 @@ class JITFunction(KernelInterface):
         return dict(bound.arguments), options
 
     def specialization(self, values: dict) -> tuple[tuple, dict]:
+        """(cache key, parameter name -> IR type or constexpr value) for the bound ``values``."""
+        key, specs, _, _ = self._specialize(values)
+        return key, specs
+
+    def _specialize(self, values: dict) -> tuple[tuple, dict, dict, list]:
+        """The specialization of a launch: its key, the specs, the attributes proved about the
+        run-time arguments (name -> {"divisibility": 16}...) and the devices of their memory."""
         key = []
         specs: dict[str, Any] = {}
+        attrs: dict[str, dict] = {}
+        devices = []
         for i, p in enumerate(self.params):
             value = values[p.name]
             if i in self.constexprs:
@@ -367,41 +183,41 @@ class JITFunction(KernelInterface):
                 else:
                     key.append(("constexpr", type(raw).__name__, id(raw)))
                 specs[p.name] = constexpr(raw)
-            else:
-                if isinstance(value, constexpr):
-                    value = value.value
-                try:
-                    part, spec = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
-                except LaunchError as error:
-                    raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
-                key.append(part)
-                specs[p.name] = spec
-        # read while compiling (the precision of fp32 tl.dot calls that name none): part of the key
+                continue
+            if isinstance(value, constexpr):
+                value = value.value
+            try:
+                found = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
+            except LaunchError as error:
+                raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
+            key.append(found.key)
+            specs[p.name] = found.spec
+            if found.attrs:
+                attrs[p.name] = found.attrs
+            devices.append(found.device)
+        # read while compiling (the precision of fp32 tl.dot calls that name none; whether strict
+        # mode refuses tritium's extensions): part of the key
         key.append(("fp32_default", knobs.language.fp32_default))
-        return tuple(key), specs
+        key.append(("strict", config.strict()))
+        return tuple(key), specs, attrs, devices
 
     # compile and launch -----------------------------------------------------------------------------
-    def _compile(self, key, specs, options) -> CompiledKernel:
-        from ..compiler import compile_ir
-        from ..backends import interpreter
-
-        compiled_ir = compile_ir(self, specs)
-        for text in compiled_ir.static_output:
-            sys.stdout.write(text)
-        executable = interpreter.compile(compiled_ir.function)
-        return CompiledKernel(self.__name__, key, compiled_ir.function, executable, interpreter.NAME, dict(options),
-                              fn=self, specs=dict(specs))
-
-    def ir(self, signature, **constants) -> str:
-        """The IR text for run-time parameter types ``signature`` ('*fp32,i32' or a list) and constexprs."""
+    def _ir_specs(self, signature, constants: dict) -> tuple[dict, dict]:
+        """Specs and attributes for run-time parameter types ``signature`` and constexpr values."""
         types = [t.strip() for t in signature.split(",")] if isinstance(signature, str) else list(signature)
         runtime = [p.name for i, p in enumerate(self.params) if i not in self.constexprs and p.name not in constants]
         if len(types) != len(runtime):
             raise LaunchError(f"{self.__name__} has {len(runtime)} run-time parameters ({', '.join(runtime)}) "
                               f"but the signature gives {len(types)} types")
-        specs = {}
+        specs: dict[str, Any] = {}
+        attrs: dict[str, dict] = {}
         for name, text in zip(runtime, types):
-            specs[name] = _parse_type(text) if isinstance(text, str) else text
+            if isinstance(text, str):
+                specs[name], found = parse_type(text)
+                if found:
+                    attrs[name] = found
+            else:
+                specs[name] = text
         for p in self.params:
             if p.name not in specs:
                 if p.name in constants:
@@ -410,46 +226,58 @@ class JITFunction(KernelInterface):
                     specs[p.name] = constexpr(p.default)
                 else:
                     raise LaunchError(f"give a value for the constexpr {p.name} (e.g. -D {p.name}=...)")
+        return specs, attrs
+
+    def ir(self, signature, **constants) -> str:
+        """The IR text for run-time parameter types ``signature`` ('*fp32,i32', with Triton's
+        attribute suffixes '*fp32:16,i32:16', or a list) and constexprs. Launches nothing."""
         from ..compiler import compile_ir
 
-        return str(compile_ir(self, specs).function)
+        specs, attrs = self._ir_specs(signature, constants)
+        return str(compile_ir(self, specs, attrs).function)
 
-    def _kernel_for(self, key, specs, options) -> CompiledKernel:
-        """The compiled kernel for ``key``, compiling on a miss. Launch options (num_warps...) do
-        not change the code here: a hit with other options shares the code, reporting them."""
-        kernel = self.cache.get(key)
+    def stages(self, signature, **constants) -> dict:
+        """Each stage's output (stage name -> text or bytes) of the backend that runs host-memory
+        launches, for ``signature`` and constexprs as in ``ir``. Launches nothing."""
+        specs, attrs = self._ir_specs(signature, constants)
+        backend = backend_for([])
+        kernel = compilation.build(self, specs, attrs, backend, parse_options(backend, {}), ("stages",))
+        return kernel.asm
+
+    def _kernel_for(self, key, specs, attrs, devices, options: dict) -> CompiledKernel:
+        """The compiled kernel for ``key`` on the backend serving ``devices`` with launch ``options``
+        (name -> value), compiling on a miss. Different options compile separately."""
+        backend = backend_for(devices)
+        record = parse_options(backend, options)
+        cache_key = (key, backend.name, record)
+        kernel = self.cache.get(cache_key)
         if kernel is None:
-            return self.cache.setdefault(key, self._compile(key, specs, options))
-        if any(kernel.options.get(k) != v for k, v in options.items()):
-            kernel = dataclasses.replace(kernel, options={**kernel.options, **options})
+            kernel = self.cache.setdefault(cache_key, compilation.build(self, specs, attrs, backend, record, key))
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compiles for these arguments without launching, and returns the compiled kernel."""
         values, options = self._bind(args, kwargs)
         options.pop("warmup", None)
-        key, specs = self.specialization(values)
-        return self._kernel_for(key, specs, options)
+        key, specs, attrs, devices = self._specialize(values)
+        return self._kernel_for(key, specs, attrs, devices, options)
 
     def run(self, *args, grid, **kwargs):
         try:
             return self._run(args, grid, kwargs)
         except TritonError as error:
-            raise _without_internal_frames(error) from error.__cause__
+            raise without_internal_frames(error) from error.__cause__
 
     def _run(self, args, grid, kwargs):
-        backend = config.backend_name()
-        if backend not in ("interpreter",):
-            raise LaunchError(f"TRITIUM_BACKEND={backend!r} is not available yet; use 'interpreter'")
         values, options = self._bind(args, kwargs)
-        key, specs = self.specialization(values)
-        kernel = self._kernel_for(key, specs, {k: v for k, v in options.items() if k != "warmup"})
+        key, specs, attrs, devices = self._specialize(values)
+        kernel = self._kernel_for(key, specs, attrs, devices, options)
         if options.get("warmup"):
             return kernel
         meta = dict(values)
         meta.update(options)
-        grid3 = _normalize_grid(grid, meta)
-        kernel.launch(grid3, values, debug=options.get("debug"))
+        grid3 = normalize_grid(grid, meta)
+        launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
 
 

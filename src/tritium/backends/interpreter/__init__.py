@@ -1,11 +1,19 @@
-"""The interpreter backend: runs the IR with numpy, a batch of programs at a time, every access checked."""
+"""The interpreter backend: runs the IR with numpy, a batch of programs at a time, every access checked.
+
+It serves host memory ("cpu"). Its one stage is "ttir", the IR text after the passes; there is
+nothing to cache on disk, since building its executable costs one walk over the IR.
+"""
 from __future__ import annotations
+
+from typing import Any, Sequence
 
 import numpy as np
 
 from ... import config
+from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
+from ..base import Backend, GPUTarget, KernelArgument, Options
 from . import allocator, batches
 from .memory import Allocation, Memory
 
@@ -21,74 +29,24 @@ def _largest_block(fn: Function) -> int:
     return largest
 
 
-_READS = ("load", "atomic_rmw", "atomic_cas")
-
-
-def _spins_on_memory(loop) -> bool:
-    """True when the condition of a ``while`` depends on memory read inside the loop, in this
-    iteration or (through carried values) an earlier one: a spin wait."""
-    before, after = loop.regions
-    tainted: set[int] = set()
-
-    def scan(region) -> None:
-        for op in region.ops:
-            if op.regions:  # nested control flow: tainted if anything inside reads or uses a tainted value
-                hit = any(v.id in tainted for v in op.operands) or any(
-                    inner.opcode in _READS or any(v.id in tainted for v in inner.operands)
-                    for nested in op.regions for inner in nested.walk())
-            else:
-                hit = op.opcode in _READS or any(v.id in tainted for v in op.operands)
-            if hit:
-                tainted.update(r.id for r in op.results)
-
-    def carry(values, into) -> bool:
-        new = {arg.id for value, arg in zip(values, into) if value.id in tainted} - tainted
-        tainted.update(new)
-        return bool(new)
-
-    changed = True
-    while changed:
-        scan(before)
-        condition = before.terminator
-        changed = carry(condition.operands[1:], after.args) if condition is not None else False
-        scan(after)
-        if after.terminator is not None:
-            changed |= carry(after.terminator.operands, before.args)
-    condition = before.terminator
-    return condition is not None and condition.operands[0].id in tainted
-
-
-def needs_program_order(fn: Function) -> bool:
-    """True when programs may talk to each other through memory, so they must run one at a time.
-
-    That is: an atomic whose result the kernel uses (a lock, a ticket, a counter that steers the
-    program), or a while loop whose condition depends on memory it reads (a spin wait). A loop marked
-    ``bounded`` (a ``for`` with ``break``, which the frontend makes a while loop) is no spin wait.
-    """
-    used = {v.id for op in fn.walk() for v in op.operands}
-    for op in fn.walk():
-        if op.opcode in ("atomic_rmw", "atomic_cas") and op.result.id in used:
-            return True
-        if op.opcode == "while" and not op.attrs.get("bounded") and _spins_on_memory(op):
-            return True
-    return False
-
-
 class Executable:
     """A kernel ready to run on the interpreter."""
 
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, options: Options | None = None):
         self.fn = fn
+        self.options = options if options is not None else Options()
         self.largest_block = _largest_block(fn)
         self.program_order = needs_program_order(fn)
+        self.asm = {"ttir": str(fn)}
 
-    def launch(self, grid, runtime_args: list, debug: bool | None = None) -> None:
-        """``runtime_args``: (name, IR type, value) for each run-time parameter, in order. ``debug``:
-        debug mode's checks for this launch (None: ``TRITIUM_DEBUG``)."""
+    def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: bool | None = None) -> None:
+        """``args``: (name, IR type, value) for each run-time parameter, in order; a pointer's value
+        is a buffer (``backends.base.Buffer``). ``debug``: debug mode's checks for this launch
+        (None: ``TRITIUM_DEBUG``). ``stream`` is accepted and ignored: launches run in order."""
         allocator.tune_once()
         memory = Memory(self.fn.name)
         values = []
-        for name, ty, value in runtime_args:
+        for name, ty, value in args:
             if isinstance(ty, T.pointer_type):
                 view = value
                 allocation = Allocation(name=name, address=view.address + view.low, nbytes=view.high - view.low,
@@ -102,5 +60,27 @@ class Executable:
                      program_order=self.program_order, shuffle=config.shuffle_seed())
 
 
-def compile(fn: Function) -> Executable:
-    return Executable(fn)
+class InterpreterBackend(Backend):
+    """The checked numpy interpreter, the executable definition of the IR."""
+
+    name = NAME
+    version = "1"
+    devices = frozenset({"cpu"})
+    stages = ("ttir",)
+    unsupported_opcodes = {
+        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
+        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
+    }
+
+    def lowered_opcodes(self) -> frozenset[str]:
+        from . import executor
+
+        return frozenset(executor._EXEC) | {"yield", "condition"}  # terminators: read by the region runner
+
+    def parse_options(self, options) -> Options:
+        # Debug mode's checks are chosen per launch, so one compilation serves both modes.
+        return Options(**{**super().parse_options(options).as_dict(), "debug": None})
+
+    def compile(self, fn: Function, options: Options, target: GPUTarget) -> Executable:
+        return Executable(fn, options)
+

@@ -1,0 +1,189 @@
+"""What a backend is: the protocol every folder under ``backends/`` implements, with its records.
+
+A backend turns the tile IR (``compiler.ir.ops.Function``) into an ``Executable`` and launches
+it. It says which devices' memory it serves, parses launch options into a frozen, hashable
+``Options`` record (part of every cache key), and lists its stages: each stage's output is kept in
+``executable.asm[stage]`` (printable with ``tritium ir --stage NAME``). Backends import the
+compiler's IR and nothing of the runtime; the runtime finds them through ``registry``.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
+
+from ..compiler.ir.ops import Function
+from ..errors import LaunchError
+
+
+@dataclass(frozen=True)
+class GPUTarget:
+    """What code is generated for: ``backend`` (the device kind: 'cpu' or 'cuda'), ``arch`` and
+    ``warp_size``.
+
+    Triton calls it GPUTarget whatever the device; scripts compare ``target.backend`` with
+    "cuda" or "hip", and both are false on tritium's CPU driver.
+    """
+
+    backend: str
+    arch: Union[int, str]
+    warp_size: int
+
+
+@dataclass(frozen=True)
+class Options:
+    """The launch options Triton accepts, as one frozen, hashable record; a backend may subclass it.
+
+    Different options compile separately (the record is part of every cache key), so a backend
+    must keep here only what changes its code: the interpreter records ``num_warps`` and the like
+    (they are reported in ``kernel.metadata``) but applies ``debug`` per launch, so its record
+    always holds ``debug=None``. The last four fields are HIP's, which autotune configs written
+    for AMD GPUs carry.
+    """
+
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: Optional[int] = None
+    enable_fp_fusion: bool = True
+    debug: Optional[bool] = None
+    sanitize_overflow: bool = True
+    launch_cooperative_grid: bool = False
+    extern_libs: tuple = ()  # (name, path) pairs, sorted: a dict is not hashable
+    instrumentation_mode: str = ""
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _is_power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def check_options(options: Options) -> None:
+    """Refuses values no backend could honour, with what to pass instead."""
+    for name in ("num_warps", "num_stages", "num_ctas"):
+        value = getattr(options, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise LaunchError(f"launch option {name} must be a non-negative integer, got {value!r}")
+    if not _is_power_of_two(options.num_warps):
+        raise LaunchError(f"num_warps must be a power of 2 (1, 2, 4, 8, 16, 32), got {options.num_warps}")
+    if options.maxnreg is not None and (not isinstance(options.maxnreg, int) or options.maxnreg <= 0):
+        raise LaunchError(f"maxnreg must be a positive integer or None, got {options.maxnreg!r}")
+
+
+class Buffer(Protocol):
+    """What a backend is given for a pointer argument: the memory facts of one tensor.
+
+    ``address`` is the byte address the kernel's pointer holds; ``[address + low, address + high)``
+    are the bytes the tensor may touch; ``keepalive`` owns them for the launch."""
+
+    dtype: Any  # compiler.ir.types.dtype of the elements
+    address: int
+    low: int
+    high: int
+    device: str
+    keepalive: Any
+
+
+class KernelArgument(NamedTuple):
+    """One run-time argument of a launch, in ``fn.arg_names`` order: its IR type and its value
+    (a ``Buffer`` for pointers, a Python or numpy scalar otherwise)."""
+
+    name: str
+    type: Any
+    value: Any
+
+
+class Executable(Protocol):
+    """A compiled kernel a backend can launch. ``asm`` holds each stage's output by stage name."""
+
+    asm: dict
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[KernelArgument], stream: Any = None, *,
+               debug: bool = False) -> None:
+        """Runs every program of ``grid`` (three positive dimensions) on ``args``. ``debug``: the
+        launch's debug mode (the runtime resolves launch, ``@jit`` and environment settings)."""
+
+
+class Backend(abc.ABC):
+    """A backend. Subclasses set the class attributes and implement ``compile``.
+
+    ``name``: what ``TRITIUM_BACKEND`` and the registry call it. ``version``: part of the disk
+    cache key; change it whenever the code it generates changes. ``devices``: the kinds of memory
+    it launches on (a tensor's ``device``, e.g. "cpu"). ``stages``: the names of the outputs
+    ``compile`` keeps in ``executable.asm``, in order. ``cached_stages``: those that suffice to
+    rebuild the executable with ``load`` without compiling again; the runtime stores them on disk
+    (empty: nothing worth caching). ``options_class``: the record ``parse_options`` builds.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    devices: ClassVar[frozenset[str]]
+    stages: ClassVar[tuple[str, ...]]
+    cached_stages: ClassVar[tuple[str, ...]] = ()
+    options_class: ClassVar[type] = Options
+    # Passes of the compiler's pipeline (compiler/passes/manager.py) this backend does without: a
+    # GPU backend with a tile-copy unit skips "lower_tile_access" and lowers tile_load itself.
+    skipped_passes: ClassVar[tuple[str, ...]] = ()
+    # IR opcodes this backend does not run, each with the reason (checked against the IR spec by
+    # tests/compiler/test_ir_spec.py, together with ``lowered_opcodes``).
+    unsupported_opcodes: ClassVar[Mapping[str, str]] = {}
+
+    def lowered_opcodes(self) -> frozenset[str]:
+        """The IR opcodes this backend executes or lowers (its table of handlers)."""
+        raise NotImplementedError(f"the {self.name} backend does not list the opcodes it lowers")
+
+    def unavailable_reason(self) -> Optional[str]:
+        """Why this backend cannot run here (a missing library or device), or None when it can."""
+        return None
+
+    def is_available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def parse_options(self, options: Mapping[str, Any]) -> Options:
+        """The options record for a launch's options (name -> value; absent names take their
+        defaults). A name the record does not have is refused, as a misspelt keyword is."""
+        known = set(self.options_class.names())
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise LaunchError(f"the {self.name} backend has no launch option {', '.join(map(repr, unknown))}; "
+                              f"it takes {', '.join(sorted(known))}")
+        values = dict(options)
+        if isinstance(values.get("extern_libs"), Mapping):
+            values["extern_libs"] = tuple(sorted(values["extern_libs"].items()))
+        elif values.get("extern_libs") is None:
+            values.pop("extern_libs", None)
+        for name in ("num_warps", "num_stages", "num_ctas"):  # None means "the default", as in Triton
+            if name in values and values[name] is None:
+                values.pop(name)
+        parsed = self.options_class(**values)
+        check_options(parsed)
+        return parsed
+
+    def default_target(self) -> GPUTarget:
+        """The target ``compile`` gets when the caller names none."""
+        import platform
+
+        return GPUTarget(sorted(self.devices)[0], platform.machine() or "unknown", 32)
+
+    @abc.abstractmethod
+    def compile(self, fn: Function, options: Options, target: GPUTarget) -> Executable:
+        """The executable of ``fn`` (already verified and optimized) for ``options`` and ``target``."""
+
+    def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options,
+             target: GPUTarget) -> Executable:
+        """Rebuilds an executable from the ``cached_stages`` outputs a previous ``compile`` kept.
+        Only backends with cached stages need it."""
+        raise NotImplementedError(f"the {self.name} backend caches nothing on disk")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.version} serving {sorted(self.devices)}>"

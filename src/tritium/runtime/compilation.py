@@ -1,0 +1,74 @@
+"""Building a launchable kernel: the compiler's IR, the backend's executable (from the disk cache
+when the backend keeps stages there), and ``tritium.compile``, which does it without a launch."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Mapping, Optional
+
+from .. import config, knobs
+from ..backends import registry
+from ..backends.base import Backend, GPUTarget, Options
+from ..compiler import CompiledKernel, compile_ir
+from ..compiler.source import ASTSource
+from . import cache
+from .launch import launch_direct, parse_options
+
+
+def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
+    """``backend.compile``, or for a backend with cached stages, their stored outputs when a
+    previous compilation of the same IR, backend version, options and target left them on disk."""
+    if not backend.cached_stages:
+        return backend.compile(fn, options, target)
+    key = cache.kernel_key(str(fn), backend.name, backend.version, options, target)
+    if not knobs.compilation.always_compile:
+        stored = cache.load_stages(key, backend.cached_stages)
+        if stored is not None:
+            return backend.load(fn, stored, options, target)
+    executable = backend.compile(fn, options, target)
+    cache.store_stages(key, {stage: executable.asm[stage] for stage in backend.cached_stages})
+    return executable
+
+
+def _dump_stages(name: str, asm: Mapping) -> None:
+    """``TRITIUM_DUMP=<stage>``: a backend stage's output on stderr (``ir`` is the compiler's)."""
+    for stage in sorted(config.dump_stages() & set(asm)):
+        output = asm[stage]
+        text = output if isinstance(output, str) else f"<{len(output)} bytes>"
+        print(f"// {stage} of {name}\n{text}", file=sys.stderr)
+
+
+def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Options, key: tuple,
+          target: Optional[GPUTarget] = None) -> CompiledKernel:
+    """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
+    ``compiler.compile_ir``) on ``backend``; launchable with ``kernel[grid](...)``."""
+    compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes)
+    for text in compiled_ir.static_output:
+        sys.stdout.write(text)
+    target = target if target is not None else backend.default_target()
+    executable = _executable(backend, compiled_ir.function, options, target)
+    kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,
+                            fn=kernel_fn, specs=dict(specs), launcher=launch_direct)
+    _dump_stages(kernel.name, executable.asm)
+    return kernel
+
+
+def _backend_for_target(target: Any) -> Backend:
+    requested = config.backend_name() or None
+    if target is None:
+        return registry.for_device("cpu", requested)
+    device = target.backend if isinstance(target, GPUTarget) else str(target)
+    return registry.for_device(device, requested)
+
+
+def compile(src: ASTSource, target: Optional[GPUTarget] = None, options: Optional[Mapping[str, Any]] = None
+            ) -> CompiledKernel:
+    """Compiles ``src`` (a ``tritium.compiler.ASTSource``) for ``target`` (a ``GPUTarget``, or a device
+    name; None: the host CPU) with launch ``options`` (num_warps, ...), launching nothing. The result
+    launches with ``compiled[grid](*args)``; ``compiled.asm[stage]`` holds each stage's output."""
+    if not isinstance(src, ASTSource):
+        raise TypeError(f"tritium.compile takes a tritium.compiler.ASTSource, got {type(src).__name__}")
+    backend = _backend_for_target(target)
+    parsed = parse_options(backend, dict(options or {}))
+    specs, attrs = src.arg_specs()
+    target = target if isinstance(target, GPUTarget) else None
+    return build(src.fn, specs, attrs, backend, parsed, ("compile", src.hash()), target)

@@ -1,0 +1,191 @@
+"""The launch path: which backend runs a launch, with which options, and how a compiled kernel runs.
+
+The backend follows the data: the device of the arguments' memory (``tensor_view(...).device``)
+picks the first available backend serving it, unless ``TRITIUM_BACKEND`` names one (see
+``backends.registry``). The runtime never names a backend: everything it asks of one goes through
+``backends.base.Backend`` and the executable it compiled.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Iterable, Optional
+
+from .. import config
+from ..backends import registry
+from ..backends.base import Backend, KernelArgument, Options
+from ..compiler.ir import types as T
+from ..errors import LaunchError, TritonError
+from ..language.core import constexpr
+from .arguments import expand_descriptors, tensor_view
+
+# Launch options Triton accepts (with its defaults), and ``warmup``, which compiles without
+# launching. The backend's options record says which of them shape its code.
+LAUNCH_OPTIONS = {**Options().as_dict(), "extern_libs": None, "warmup": False}
+
+
+def backend_for(devices: Iterable[Optional[str]]) -> Backend:
+    """The backend for a launch whose pointer arguments live on ``devices`` (None entries, for
+    scalars, are ignored; no pointer at all means host memory)."""
+    found = sorted({d for d in devices if d})
+    if len(found) > 1:
+        raise LaunchError(f"the kernel's tensors are on different devices ({', '.join(found)}); a launch runs on "
+                          "one device, so move them to one")
+    device = found[0] if found else "cpu"
+    return registry.for_device(device, config.backend_name() or None)
+
+
+_parsed_options: dict = {}
+
+
+def parse_options(backend: Backend, options: dict) -> Options:
+    """``backend.parse_options`` without ``warmup``, remembered for hashable option values."""
+    options = {k: v for k, v in options.items() if k != "warmup"}
+    try:
+        memo_key = (backend.name, id(backend), tuple(sorted(options.items())))
+        hash(memo_key)
+    except TypeError:
+        return backend.parse_options(options)
+    parsed = _parsed_options.get(memo_key)
+    if parsed is None:
+        parsed = _parsed_options[memo_key] = backend.parse_options(options)
+    return parsed
+
+
+def normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
+    if callable(grid):
+        grid = grid(meta)
+    if isinstance(grid, int) or hasattr(grid, "__index__") and not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    try:
+        dims = [operator.index(g) for g in grid]  # integers only: 1.5 programs is a mistake, not 1
+    except (TypeError, ValueError):
+        raise LaunchError(f"the grid must be a tuple of up to 3 integers (or a function returning one), "
+                          f"got {grid!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"the grid must have 1 to 3 dimensions, got {len(dims)}")
+    if any(d < 0 for d in dims):
+        raise LaunchError(f"grid dimensions must not be negative, got {tuple(dims)}")
+    while len(dims) < 3:
+        dims.append(1)
+    return dims[0], dims[1], dims[2]
+
+
+def without_internal_frames(error: BaseException) -> BaseException:
+    """The user's mistake is in their kernel or call, not in tritium's frames: drop those frames,
+    from the error and from the error it wraps (kept as ``__cause__``, as Triton keeps it)."""
+    if error.__cause__ is not None:
+        error.__cause__.with_traceback(None)
+    return error.with_traceback(None)
+
+
+def _same_constant(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+# launching a compiled kernel --------------------------------------------------------------------
+def _signature(kernel) -> inspect.Signature:
+    signature = getattr(kernel.fn, "signature", None)
+    return signature if signature is not None else inspect.signature(kernel.fn.fn)
+
+
+def launch_direct(kernel, grid, args, kwargs):
+    """``compiled[grid](*args, **kwargs)``: every parameter given (constexprs included, as Triton's
+    compiled kernels take them) or only the run-time ones."""
+    if kernel.fn is None:
+        raise LaunchError(f"compiled kernel {kernel.name} was not made from a kernel function and cannot be launched")
+    signature = _signature(kernel)
+    arg_names = list(signature.parameters)
+    debug = kwargs.get("debug") if "debug" not in arg_names else None
+    kwargs = {k: v for k, v in kwargs.items() if k != "stream" and k not in LAUNCH_OPTIONS}
+    runtime_names = ([n for n in arg_names if not isinstance(kernel.specs.get(n), constexpr)]
+                     if kernel.specs else list(kernel.ir.arg_names))
+    given = len(args) + len(kwargs)
+    if given == len(runtime_names) and given != len(arg_names):
+        values = dict(zip(runtime_names, args))
+        values.update(kwargs)
+    else:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise LaunchError(f"compiled {kernel.name}[grid](...): {e}; pass every parameter in order "
+                              f"({', '.join(arg_names)}), or only the run-time ones "
+                              f"({', '.join(runtime_names)})") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        # Constexprs (and arguments specialized to 1 or None) were fixed when compiling: a
+        # different value now would be silently ignored, so refuse it.
+        for name, spec in kernel.specs.items():
+            if isinstance(spec, constexpr) and name not in runtime_names:
+                value = values[name].value if isinstance(values[name], constexpr) else values[name]
+                if not _same_constant(value, spec.value):
+                    raise LaunchError(f"compiled {kernel.name} was specialized for {name}={spec.value!r}, "
+                                      f"but launched with {name}={value!r}; launch the JITFunction "
+                                      "instead (it compiles each specialization it meets)")
+    unknown = [n for n in values if n not in arg_names]
+    missing = [n for n in runtime_names if n not in values]
+    if unknown or missing:
+        raise LaunchError(f"compiled {kernel.name}[grid](...): "
+                          + (f"unknown arguments {unknown}" if unknown else f"missing arguments {missing}"))
+    meta = dict(values)
+    meta.update(kernel.options.as_dict() if kernel.options is not None else {})
+    try:
+        launch(kernel, normalize_grid(grid, meta), values, debug=debug)
+    except TritonError as error:
+        raise without_internal_frames(error) from error.__cause__
+    return kernel
+
+
+def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArgument]:
+    """The run-time arguments of ``kernel`` (IR parameter order) from ``values`` (name -> value),
+    each pointer's memory checked against its compiled element type and the backend's devices."""
+    arguments = []
+    specs, values = expand_descriptors(kernel.specs, values)
+    for name in kernel.ir.arg_names:
+        ty = specs[name]
+        value = values[name]
+        if isinstance(value, constexpr):
+            value = value.value
+        if isinstance(ty, T.pointer_type):
+            view = tensor_view(value)
+            if view is None:
+                raise LaunchError(f"argument '{name}' of {kernel.name} was compiled as a pointer ({ty}), "
+                                  f"but a {type(value).__name__} was passed")
+            if view.device not in devices:
+                raise LaunchError(f"argument '{name}' of {kernel.name} is on device '{view.device}', but the "
+                                  f"{kernel.backend} backend it was compiled for runs on {', '.join(sorted(devices))} "
+                                  "memory; launch the JITFunction (the backend follows the data) or move the tensor")
+            if view.dtype != ty.element_ty:
+                raise LaunchError(f"argument '{name}' of {kernel.name} was compiled for {ty.element_ty} "
+                                  f"elements, but holds {view.dtype}")
+            value = view
+        arguments.append(KernelArgument(name, ty, value))
+    return arguments
+
+
+def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bool] = None, stream=None) -> None:
+    """Runs ``kernel`` on ``grid3`` with the arguments in ``values`` (name -> value).
+
+    ``debug``: debug mode for this launch; None takes ``@jit(debug=...)``, and when that is None
+    too, ``TRITIUM_DEBUG``. With ``TRITIUM_VALIDATE=interpreter``, a launch on another backend is
+    run again on the interpreter and the outputs compared (see ``validate``)."""
+    backend = registry.get(kernel.backend)
+    arguments = kernel_arguments(kernel, values, backend.devices)
+    if grid3[0] * grid3[1] * grid3[2] == 0:
+        return
+    if debug is None:
+        debug = getattr(kernel.fn, "debug", None)
+    if debug is None:
+        debug = config.debug_mode()
+    reference = config.validate_backend()
+    if reference and reference != kernel.backend:
+        from .validate import launch_and_compare
+
+        launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
+        return
+    kernel.executable.launch(grid3, arguments, stream, debug=bool(debug))
