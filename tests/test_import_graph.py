@@ -79,8 +79,10 @@ def layering_violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
             where = f"{module} (line {line}) imports {target}"
             if layer in ("compiler", "backends") and _layer(target) == "runtime":
                 problems.append(f"{where}: the runtime sits above the {layer}")
-            if layer in ("runtime", "compiler") and _is_backend(target):
+            if layer == "runtime" and _is_backend(target):
                 problems.append(f"{where}: a backend is reached through backends.registry, never by name")
+            if layer == "compiler" and _layer(target) == "backends":
+                problems.append(f"{where}: the compiler knows no backend, not even the registry")
             if layer in ("compiler", "backends") and target == "tritium":
                 problems.append(f"{where}: the root package imports the runtime")
     # No path from the compiler to the runtime, through any module: with runtime -> compiler, a cycle.
@@ -114,6 +116,7 @@ def test_the_checker_catches_each_kind_of_violation(tmp_path):
         "compiler/source.py": "from ..runtime import jit as _jit  # noqa\n",
         "backends/base.py": "def _late():\n    from ..runtime.arguments import tensor_view  # noqa\n",
         "runtime/launch.py": "from ..backends.interpreter import Executable as _E  # noqa\n",
+        "compiler/passes/manager.py": "def _late():\n    from ...backends import registry  # noqa\n",
     }
     for path, line in bad.items():
         with open(copy / path, "a") as f:
@@ -128,6 +131,7 @@ def test_the_checker_catches_each_kind_of_violation(tmp_path):
     assert "tritium.compiler.source" in text and "the runtime sits above the compiler" in text
     assert "tritium.backends.base" in text and "the runtime sits above the backends" in text
     assert "tritium.runtime.launch" in text and "never by name" in text
+    assert "tritium.compiler.passes.manager" in text and "not even the registry" in text
     assert "an import cycle between compiler/ and runtime/" in text
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tritium.compiler.ir import spec
-from tritium.compiler.ir.verifier import RESULT_RULES
+from tritium.compiler.ir.verifier import _KIND_CHECKS, RESULT_RULES
 
 SRC = pathlib.Path(spec.__file__).resolve().parents[2]
 
@@ -23,6 +23,10 @@ def _opcodes_emitted_by_the_frontend() -> set[str]:
     return found
 
 
+def test_the_verifier_checks_every_attribute_kind():
+    assert set(_KIND_CHECKS) == set(spec.ATTR_KINDS)
+
+
 def test_every_emitted_opcode_has_a_spec_entry():
     emitted = _opcodes_emitted_by_the_frontend()
     assert len(emitted) > 40  # the scan sees the frontend's ops at all
@@ -35,7 +39,7 @@ def test_spec_entry_is_complete(opcode):
     assert entry.semantics.strip(), f"{opcode} states no semantics"
     assert entry.result in RESULT_RULES, f"{opcode}: no result rule {entry.result!r}"
     assert entry.effects <= spec.EFFECTS and entry.traits <= spec.TRAITS
-    assert all(a.kind in spec.ATTR_KINDS for a in entry.attrs)
+    assert all(a.kind in spec.ATTR_KINDS and a.kind in _KIND_CHECKS for a in entry.attrs)
     names = [o.name for o in entry.operands]
     assert len(names) == len(set(names)), f"{opcode}: operand names repeat"
     variadic = [o for o in entry.operands if o.variadic]

@@ -143,3 +143,21 @@ def test_wrong_argument_attribute_count():
     def mutate(fn):
         fn.arg_attrs = [{"divisibility": 16}]
     assert "argument attribute sets" in _broken(mutate)
+
+
+def test_constant_out_of_its_type_range():
+    fn = parse_function("func @k(%n: i32) {\n  %0 = constant {value=1000} : i8\n}")
+    with pytest.raises(IRVerificationError, match="outside the range of int8"):
+        verify(fn)
+    verify(parse_function("func @k(%n: i32) {\n  %0 = constant {value=255} : u8\n  %1 = constant {value=-128} : i8\n}"))
+
+
+def test_cat_needs_equal_other_dimensions():
+    text = """func @k(%a: ptr<fp32>) {
+  %0 = constant {value=0.0} : fp32
+  %1 = splat %0 : <4x1xfp32>
+  %2 = splat %0 : <4x4xfp32>
+  %3 = cat %1, %2 {axis=0} : <8x1xfp32>
+}"""
+    with pytest.raises(IRVerificationError, match="other dimensions differ"):
+        verify(parse_function(text))

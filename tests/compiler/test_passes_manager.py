@@ -25,7 +25,46 @@ def _compile() -> str:
 
 
 def test_the_pipeline_runs_in_the_documented_order():
+    import pathlib
+    import re
+
     assert manager.PASS_NAMES == ("lower_tile_access", "fold_constants", "canonicalize", "licm", "cse", "dce")
+    docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
+    listed = re.search(r"after each pass:\s*(.*?)\.", docs, re.S).group(1)
+    assert re.findall(r"`(\w+)`", listed) == list(manager.PASS_NAMES)
+
+
+def test_a_second_round_of_passes_changes_nothing(monkeypatch):
+    """One round of the pipeline suffices: on the kernels of tritium.ops (forward and backward),
+    running every pass again leaves the IR's text as it is."""
+    import torch
+
+    import tritium.compiler as compiler
+    from tritium import ops
+    from tritium.compiler.ir.printer import print_function
+
+    seen = []
+    original = compiler.run_passes
+
+    def run_twice(fn, *args, **kwargs):
+        original(fn, *args, **kwargs)
+        again = parse_function(print_function(fn))
+        for stage in manager.PIPELINE:
+            stage.run(again)
+        seen.append((fn.name, print_function(fn), print_function(again)))
+
+    monkeypatch.setattr(compiler, "run_passes", run_twice)
+    torch.manual_seed(0)
+    x = torch.randn(8, 96, requires_grad=True)
+    w, b = torch.randn(96, requires_grad=True), torch.randn(96, requires_grad=True)
+    q, k, v = (torch.randn(1, 2, 32, 16, requires_grad=True) for _ in range(3))
+    outs = [ops.softmax(x), ops.log_softmax(x), ops.layer_norm(x, w, b), ops.rms_norm(x, w),
+            ops.gelu(x), ops.matmul(x, torch.randn(96, 40)), ops.scaled_dot_product_attention(q, k, v, is_causal=True),
+            ops.cross_entropy(x, torch.randint(0, 96, (8,)))]
+    sum(o.float().sum() for o in outs).backward()
+    assert len(seen) >= 10
+    for name, once, twice in seen:
+        assert twice == once, f"a second round of passes changed {name}"
 
 
 def test_dumping_one_pass_prints_its_output_headed_by_pass_and_kernel(monkeypatch, capsys):

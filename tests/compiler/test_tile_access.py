@@ -2,6 +2,8 @@
 into the pointer arithmetic and masks the interpreter runs."""
 from __future__ import annotations
 
+from ir_check import check
+
 import tritium as triton
 import tritium.language as tl
 from tritium.compiler.frontend import generate_ir
@@ -89,3 +91,35 @@ def test_descriptor_accesses_check_every_dimension():
     verify(fn)
     (load,) = _ops(fn, "load")
     assert load.operand("mask") is not None  # both dimensions checked, though boundary_check is empty
+
+
+_HAND_WRITTEN_TILE = """func @k(%src: ptr<fp32>, %m: i32, %n: i32, %stride: i32, %row: i32) {
+  %0 = constant {value=1} : i32
+  %1 = constant {value=0} : i32
+  %2 = tile_load %src, %m, %n, %stride, %0, %row, %1 {block_shape=[4, 8], boundary_check=[0], padding='zero'} : <4x8xfp32>
+  tile_store %src, %2, %m, %n, %stride, %0, %row, %1 {block_shape=[4, 8]}
+}"""
+
+
+def test_lowering_of_hand_written_tiles():
+    """A checked row dimension becomes a range mask on the rows only; the unchecked store gets none;
+    a stride of 1 and an offset of 0 cost no arithmetic."""
+    fn = parse_function(_HAND_WRITTEN_TILE)
+    verify(fn)
+    lower_tile_access(fn)
+    verify(fn)
+    check(print_function(fn), """
+    # CHECK: %[[ROWS:\\d+]] = arange {start=0, end=4} : <4xi32>
+    # CHECK: %[[ROW:\\d+]] = splat %row : <4xi32>
+    # CHECK: add %[[ROWS]], %[[ROW]]
+    # CHECK: mul {{.*}} : <4x1xi64>
+    # CHECK: cmp {{.*}}{predicate='ge'}
+    # CHECK: cmp {{.*}}{predicate='lt'}
+    # CHECK: arange {start=0, end=8} : <8xi32>
+    # CHECK-NOT: mul
+    # CHECK: addptr %{{\\d+}}, %{{\\d+}} : <4x8xptr<fp32>>
+    # CHECK: load %{{\\d+}}, mask=%{{\\d+}}, other=%{{\\d+}} : <4x8xfp32>
+    # CHECK-NOT: mask=
+    # CHECK: store %{{\\d+}}, %{{\\d+}}
+    # CHECK-NOT: mask=
+    """)

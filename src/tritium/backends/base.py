@@ -38,7 +38,7 @@ class Options:
     Different options compile separately (the record is part of every cache key), so a backend
     must keep here only what changes its code: the interpreter records ``num_warps`` and the like
     (they are reported in ``kernel.metadata``) but applies ``debug`` per launch, so its record
-    always holds ``debug=None``. The last four fields are HIP's, which autotune configs written
+    always holds ``debug=None``. The last three fields are HIP's, which autotune configs written
     for AMD GPUs carry.
     """
 

@@ -33,18 +33,20 @@ class CompiledIR:
     static_output: list[str]
 
 
-def compile_ir(kernel, arg_specs: dict, arg_attrs: Optional[dict] = None, skipped_passes=()) -> CompiledIR:
+def compile_ir(kernel, arg_specs: dict, arg_attrs: Optional[dict] = None, skipped_passes=(),
+               other_stages=()) -> CompiledIR:
     """The verified, optimized IR of ``kernel`` (a ``JITCallable``: anything with ``parsed``) for
     ``arg_specs`` (parameter name -> IR type, or constexpr value). ``arg_attrs`` (run-time parameter
     name -> {"divisibility": 16, "equal_to_1": True}) are the facts the specialization proved about
     the arguments; they become ``fn.arg_attrs``, one dict per IR argument. ``skipped_passes``: names
-    of pipeline passes the backend does without (``Backend.skipped_passes``)."""
+    of pipeline passes the backend does without (``Backend.skipped_passes``); ``other_stages``: the
+    names of the backend's own stages, which ``TRITIUM_DUMP`` may name besides the passes."""
     fn, static_output = generate_ir(kernel, arg_specs)
     arg_attrs = arg_attrs or {}
     fn.arg_attrs = [dict(arg_attrs.get(name, {})) for name in fn.arg_names]
     verify(fn)
     passes = tuple(p for p in PIPELINE if p.name not in skipped_passes)
-    run_passes(fn, verify_each=config.check_ir(), passes=passes)
+    run_passes(fn, verify_each=config.check_ir(), passes=passes, other_stages=other_stages)
     verify(fn)
     if "ir" in config.dump_stages():
         print(f"// IR of {fn.name}\n{fn}", file=sys.stderr)

@@ -41,7 +41,7 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
           target: Optional[GPUTarget] = None) -> CompiledKernel:
     """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
     ``compiler.compile_ir``) on ``backend``; launchable with ``kernel[grid](...)``."""
-    compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes)
+    compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages)
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
     target = target if target is not None else backend.default_target()

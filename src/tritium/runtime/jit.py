@@ -231,10 +231,12 @@ class JITFunction(KernelInterface, JITCallable):
     def ir(self, signature, **constants) -> str:
         """The IR text for run-time parameter types ``signature`` ('*fp32,i32', with Triton's
         attribute suffixes '*fp32:16,i32:16', or a list) and constexprs. Launches nothing."""
+        from ..backends import registry
         from ..compiler import compile_ir
 
         specs, attrs = self._ir_specs(signature, constants)
-        return str(compile_ir(self, specs, attrs).function)
+        stages = set().union(*(registry.get(name).stages for name in registry.names()))
+        return str(compile_ir(self, specs, attrs, other_stages=stages).function)
 
     def stages(self, signature, **constants) -> dict:
         """Each stage's output (stage name -> text or bytes) of the backend that runs host-memory

@@ -10,6 +10,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from .spec import SPEC, TERMINATOR
+
 
 @dataclass(frozen=True)
 class Location:
@@ -57,10 +59,9 @@ class Value:
         return f"Value(#{self.id}: {getattr(self.type, 'ir_name', self.type)})"
 
 
-# Opcodes that end a region.
-TERMINATORS = frozenset({"yield", "condition"})
-# Opcodes with regions whose bodies are ordinary code executed in place.
-CONTROL_FLOW = frozenset({"if", "for", "while"})
+
+
+_TERMINATORS = frozenset(opcode for opcode, entry in SPEC.items() if TERMINATOR in entry.traits)
 
 
 class Operation:
@@ -74,8 +75,6 @@ class Operation:
         self.opcode = opcode
         self.operands: list[Value] = list(operands)
         if operand_names is None:
-            from .spec import SPEC
-
             spec = SPEC.get(opcode)
             operand_names = spec.operand_names(len(self.operands)) if spec is not None else ()
         self.operand_names: tuple[str, ...] = tuple(operand_names)
@@ -102,14 +101,6 @@ class Operation:
         assert len(self.results) == 1, f"{self.opcode} has {len(self.results)} results"
         return self.results[0]
 
-    @property
-    def has_side_effects(self) -> bool:
-        """True when this op (or one nested in it) has an effect in the IR spec: it must run even
-        when its results are unused."""
-        from .spec import has_effects
-
-        return has_effects(self)
-
     def __repr__(self) -> str:
         return f"Operation({self.opcode}, loc={self.loc})"
 
@@ -125,7 +116,7 @@ class Region:
 
     @property
     def terminator(self) -> Optional[Operation]:
-        if self.ops and self.ops[-1].opcode in TERMINATORS:
+        if self.ops and self.ops[-1].opcode in _TERMINATORS:
             return self.ops[-1]
         return None
 

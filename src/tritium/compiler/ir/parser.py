@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from typing import Any, Optional
 
 from . import types as T
@@ -22,6 +23,7 @@ class IRParseError(ValueError):
 
 _TOKEN = re.compile(r"""
     (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<nan_bits>nan\(0x[0-9a-fA-F]{16}\))
   | (?P<number>-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)|-inf)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[\[\]{},=])
@@ -126,6 +128,8 @@ class _AttrReader:
             return items
         if kind == "string":
             return _unquote(text)
+        if kind == "nan_bits":
+            return struct.unpack("<d", struct.pack("<Q", int(text[6:-1], 16)))[0]
         if kind == "number":
             if text == "-inf":
                 return -math.inf

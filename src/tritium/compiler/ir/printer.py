@@ -6,26 +6,31 @@ Format (``parser.py`` reads it back; print -> parse -> print gives the same text
       %0 = program_id {axis=0} : i32                                  # kernel.py:7
       %1 = load %ptrs, mask=%m : <8xfp32>                             # kernel.py:9
       %2 = if %c : <8xfp32> {
-      ^then():
-        yield %1
+        ^then():
+          yield %1
       } {
-      ^else():
-        yield %3
+        ^else():
+          yield %3
       }                                                               # kernel.py:10
     }
 
 Arguments are named after the kernel's parameters, other values are numbered. Required operands
 are positional; optional ones (a load's ``mask`` and ``other``) are written ``name=%v``.
-Attributes equal to their default in the IR spec are left out. A location inside an inlined
+Attributes equal to their default in the IR spec are left out; a NaN other than the positive
+quiet one prints with its bits, ``nan(0xfff8000000000000)``. A location inside an inlined
 ``@jit`` helper shows its call sites after ``<-``: ``# helper.py:3 <- kernel.py:12``.
 """
 from __future__ import annotations
 
 import math
 import os
+import struct
 
 from .ops import Function, Location, Operation, Region, Value
 from .spec import SPEC
+
+
+_QUIET_NAN = 0x7FF8000000000000  # the NaN Python's float("nan") is, printed as plain `nan`
 
 
 class _Names:
@@ -55,7 +60,8 @@ def attr_text(value) -> str:
         return repr(value)
     if isinstance(value, float):
         if math.isnan(value):
-            return "nan"
+            bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+            return "nan" if bits == _QUIET_NAN else f"nan(0x{bits:016x})"  # keep a NaN's sign and payload
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
         return repr(value)

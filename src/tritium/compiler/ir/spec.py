@@ -21,14 +21,18 @@ READS = "reads"  # reads global memory
 WRITES = "writes"  # writes global memory
 SYNCHRONIZES = "synchronizes"  # orders memory operations between threads or programs
 REPORTS = "reports"  # observable outside the kernel: prints, or stops it with an error
-EFFECTS = frozenset({READS, WRITES, SYNCHRONIZES, REPORTS})
+MAY_HANG = "may_hang"  # may run forever (a spin wait on memory): a hang must not be optimized away
+EFFECTS = frozenset({READS, WRITES, SYNCHRONIZES, REPORTS, MAY_HANG})
 
 # Traits.
 ELEMENTWISE = "elementwise"  # applies lane by lane; operands and result share one shape
 COMMUTATIVE = "commutative"  # the two operands may be swapped
 PURE = "pure"  # no effects: may be removed when unused, merged with an equal op, moved out of a loop
 TERMINATOR = "terminator"  # ends a region
-TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR})
+# Stops the kernel with an error for some operand values (gather's index out of range): it may be
+# removed when unused or merged with an equal op, but never run where the program would not run it.
+MAY_RAISE = "may_raise"
+TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR, MAY_RAISE})
 
 _REQUIRED = object()
 
@@ -59,7 +63,7 @@ class Attr:
 
 
 # How attribute values are written: the verifier checks each value against its kind.
-ATTR_KINDS = frozenset({"int", "bool", "str", "ints", "dtype", "scalar", "ints_or_int"})
+ATTR_KINDS = frozenset({"int", "bool", "str", "ints", "dtype", "scalar"})
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,7 @@ _op("flip", ("value",), [Attr("axis", "int")], "same_as_operand", traits=_PURE,
 _op("sort", ("value",), [Attr("descending", "bool")], "same_as_operand", traits=_PURE,
     semantics="Sorts along the last dimension with a bitonic compare-and-swap network; NaNs compare as "
               "larger than every number (they sort last ascending, first descending).")
-_op("gather", ("source", "index"), [Attr("axis", "int")], "gather", traits=_PURE,
+_op("gather", ("source", "index"), [Attr("axis", "int")], "gather", traits=(PURE, MAY_RAISE),
     semantics="result[i...] = source[i... with index[i...] in place of the coordinate along axis]. An index "
               "outside the source's extent along axis is an error of the kernel (a run-time check).")
 _op("histogram", ("value", _opt("mask")), [Attr("num_bins", "int")], "histogram", traits=_PURE,
@@ -357,6 +361,7 @@ _op("for", ("lower", "upper", "step", _many("inits")),
               "integer type; step != 0 (the frontend checks a constant step). The attributes are tl.range's "
               "scheduling hints; they never change results.")
 _op("while", (_many("inits"),), [Attr("bounded", "bool", False)], "while", regions=("before", "after"),
+    effects=(MAY_HANG,),
     semantics="Runs before on the carried values; it ends in a condition op: when false the loop exits with the "
               "condition's other operands as results; else after runs on them and yields the next carried values. "
               "bounded: the loop is a for loop with break (its trip count is bounded), not a spin wait.")
@@ -364,10 +369,6 @@ _op("yield", (_many("values"),), [], "none", traits=(TERMINATOR,),
     semantics="Ends a region of if/for/while(after)/reduce/scan, giving its values to the parent op.")
 _op("condition", ("condition", _many("values")), [], "none", traits=(TERMINATOR,),
     semantics="Ends a while loop's before region: continue with values when condition holds, else exit with them.")
-
-
-# Opcodes the frontend may emit that no backend needs to lower, with the reason.
-NOT_LOWERED = {}
 
 
 def spec_of(opcode: str) -> OpSpec:
@@ -392,11 +393,23 @@ def is_pure(op) -> bool:
     spec = SPEC.get(op.opcode)
     if spec is None or PURE not in spec.traits:
         return False
-    return all(is_pure(inner) or inner.opcode in ("yield", "condition")
+    return all(is_pure(inner) or TERMINATOR in SPEC[inner.opcode].traits
                for region in op.regions for inner in region.ops)
 
 
-def writes_memory(op) -> bool:
-    spec = SPEC.get(op.opcode)
-    return spec is None or WRITES in spec.effects or any(
-        writes_memory(inner) for region in op.regions for inner in region.ops)
+def checked_in_debug_mode(op) -> bool:
+    """True for the ops debug mode (``TRITIUM_DEBUG=1``) checks when they run: int32 add, sub, mul and
+    neg (overflow), integer ``//``, ``%`` and ``/`` (division by zero), float -> int casts (NaN, inf,
+    out of range). A pass must not make such an op run where the kernel would not run it, nor fold
+    away the fault it would report."""
+    scalar = op.results[0].type.scalar if op.results else None
+    if scalar is None:
+        return False
+    if op.opcode in ("add", "sub", "mul", "neg"):
+        return scalar.name == "int32"
+    if op.opcode in ("floordiv", "mod", "div"):
+        return not scalar.is_ptr() and scalar.is_int()
+    if op.opcode == "cast":
+        source = op.operands[0].type.scalar
+        return source.is_floating() and scalar.is_int() and not scalar.is_bool()
+    return False

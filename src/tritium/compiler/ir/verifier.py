@@ -59,6 +59,11 @@ def _rule_constant(op):
         ok = isinstance(value, float)
     else:
         ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok:
+            bits = ty.primitive_bitwidth
+            low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if ty.is_int_signed() else (0, 1 << bits)
+            if not low <= value < high:
+                return f"value {value} is outside the range of {ty} [{low}, {high - 1}]"
     return None if ok else f"value {value!r} does not match {ty}"
 
 
@@ -127,6 +132,8 @@ def _rule_cat(op):
     axis = op.attrs["axis"]
     if a.scalar != b.scalar or len(a.shape) != len(b.shape) or not 0 <= axis < len(a.shape):
         return f"cat of {a} and {b} along {axis}"
+    if any(x != y for d, (x, y) in enumerate(zip(a.shape, b.shape)) if d != axis):
+        return f"cat of {a} and {b} along {axis}: the other dimensions differ"
     shape = list(a.shape)
     shape[axis] += b.shape[axis]
     return None if T.shape_of(op.result.type) == tuple(shape) else f"gives {op.result.type}"

@@ -14,6 +14,7 @@ import math
 from typing import Callable, Optional
 
 from ..ir.ops import Function, Operation, Region, Value
+from ..ir.spec import checked_in_debug_mode
 from .rewriting import NO_CONSTANT, Replacements, become, constant_value, defining_op
 
 
@@ -135,7 +136,10 @@ def _shift(op: Operation) -> Optional[Value]:
 
 
 def _involution(op: Operation) -> Optional[Value]:
-    """not(not x) and neg(neg x) are x (integers wrap both ways; a float's sign bit flips twice)."""
+    """not(not x) and neg(neg x) are x (integers wrap both ways; a float's sign bit flips twice).
+    Not for an int32 neg, which debug mode checks for overflow (neg INT_MIN) when it runs."""
+    if checked_in_debug_mode(op):
+        return None
     inner = defining_op(op.operands[0], op.opcode)
     return inner.operands[0] if inner is not None else None
 

@@ -19,6 +19,7 @@ import numpy as np
 from ...numerics import elementwise
 from ..ir import types as T
 from ..ir.ops import Function, Operation, Region
+from ..ir.spec import checked_in_debug_mode
 from .rewriting import NO_CONSTANT, become, constant_value, new_op
 
 FOLDABLE = frozenset({"cast", "add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "cmp",
@@ -46,15 +47,16 @@ def as_constant(element, scalar: T.dtype):
 def _reported_in_debug_mode(op: Operation, values: list) -> bool:
     """True when debug mode would stop the kernel at ``op`` with these operand values (the checks
     ``config.debug_mode`` lists)."""
-    scalar = op.operands[0].type.scalar
-    if op.opcode in ("add", "sub", "mul", "neg") and op.result.type.scalar == T.int32:
+    if not checked_in_debug_mode(op):
+        return False
+    if op.opcode in ("add", "sub", "mul", "neg"):
         a = int(values[0])
         exact = -a if op.opcode == "neg" else {"add": a + int(values[1]), "sub": a - int(values[1]),
                                                "mul": a * int(values[1])}[op.opcode]
         return not _INT32_MIN <= exact <= _INT32_MAX
-    if op.opcode in ("floordiv", "mod") and not scalar.is_floating():
+    if op.opcode in ("floordiv", "mod", "div"):
         return int(values[1]) == 0
-    if op.opcode == "cast" and scalar.is_floating() and op.attrs["to"].is_int() and not op.attrs["to"].is_bool():
+    if op.opcode == "cast":
         x = float(values[0])
         if math.isnan(x) or math.isinf(x):
             return True

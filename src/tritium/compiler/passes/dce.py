@@ -1,13 +1,15 @@
 """Dead-code elimination: drops operations whose results are unused and that have no side effects.
 
-Why it is correct: an op without effects in the IR spec (``Operation.has_side_effects``: no memory
-access, synchronisation, print, assert or hint check, in it or in its regions) changes nothing but
+Why it is correct: an op without effects in the IR spec (``spec.has_effects``: no memory access,
+synchronisation, print, assert or hint check, no ``while`` that might never exit, in it or in its
+regions) changes nothing but
 its results, so when nothing reads them the kernel behaves the same without it. Sweeping repeats
 until nothing changes, since removing one op can leave its operands unused.
 """
 from __future__ import annotations
 
 from ..ir.ops import Function, Region
+from ..ir.spec import SPEC, TERMINATOR, has_effects
 
 
 def _used_ids(region: Region, used: set[int]) -> None:
@@ -23,8 +25,7 @@ def _sweep(region: Region, used: set[int]) -> bool:
     for op in region.ops:
         for nested in op.regions:
             changed |= _sweep(nested, used)
-        # A while loop may never exit (a spin wait on memory, a bug): dropping it would hide the hang.
-        dead = (op.opcode not in ("yield", "condition", "while") and not op.has_side_effects
+        dead = (TERMINATOR not in SPEC[op.opcode].traits and not has_effects(op)
                 and not any(r.id in used for r in op.results))
         if dead:
             changed = True

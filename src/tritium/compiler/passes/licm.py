@@ -5,8 +5,8 @@ per iteration.
 Why it is correct: a pure op computes its results from its operands alone, and those are the same
 on every iteration, so computing it once before the loop gives every iteration the same values.
 Computing it when the loop would run zero times is harmless only if it cannot stop the kernel:
-ops that may raise at run time stay (``MAY_RAISE``), and so do ops that debug mode
-(``TRITIUM_DEBUG=1``) checks (``CHECKED_IN_DEBUG_MODE``), unless the region surely runs: a ``for``
+ops that may raise at run time stay (the spec's ``may_raise`` trait), and so do ops that debug mode
+(``TRITIUM_DEBUG=1``) checks (``spec.checked_in_debug_mode``), unless the region surely runs: a ``for``
 with constant bounds that iterates at least once, or a ``while`` loop's ``before`` region, which
 runs at least once. Only ops directly in the loop's region move, never ones nested in an ``if``
 inside it (they may not run at all). Ops move in program order, so when one moves, the ops that
@@ -16,27 +16,8 @@ loops are handled first, so an op invariant in two nested loops leaves both.
 from __future__ import annotations
 
 from ..ir.ops import Function, Operation, Region
-from ..ir.spec import is_pure
+from ..ir.spec import MAY_RAISE, SPEC, checked_in_debug_mode, is_pure
 from .rewriting import NO_CONSTANT, constant_value
-
-# Pure ops that still check their operands when they run: gather's indices must lie in the source.
-MAY_RAISE = frozenset({"gather"})
-
-
-def _checked_in_debug_mode(op: Operation) -> bool:
-    """The checks ``config.debug_mode`` lists: int32 add/sub/mul/neg overflow, integer division by
-    zero, float -> int conversion of NaN or out-of-range values. Hoisted out of a loop that never
-    runs, such an op would report a fault the kernel never commits."""
-    scalar = op.results[0].type.scalar if op.results else None
-    if op.opcode in ("add", "sub", "mul", "neg"):
-        return scalar is not None and scalar.name == "int32"
-    if op.opcode in ("floordiv", "mod", "div"):
-        return scalar is not None and not scalar.is_ptr() and scalar.is_int()
-    if op.opcode == "cast":
-        target = op.attrs["to"]
-        return op.operands[0].type.scalar.is_floating() and target.is_int() and not target.is_bool()
-    return False
-
 
 def _defined_in(op: Operation, into: set[int]) -> None:
     """Adds the ids of every value ``op``'s regions define (arguments and results, at any depth)."""
@@ -65,9 +46,9 @@ def _surely_runs(loop: Operation, region_index: int) -> bool:
 
 
 def _movable(op: Operation, inside: set[int], surely_runs: bool) -> bool:
-    if not op.results or not is_pure(op) or op.opcode in MAY_RAISE:
+    if not op.results or not is_pure(op) or MAY_RAISE in SPEC[op.opcode].traits:
         return False
-    if _checked_in_debug_mode(op) and not surely_runs:
+    if checked_in_debug_mode(op) and not surely_runs:
         return False
     return not any(value.id in inside for value in _uses(op))
 
