@@ -6,6 +6,7 @@ Oracle: numpy comparing the materialised int32 (or wrapped) offsets, element by 
 """
 import numpy as np
 import pytest
+import torch
 
 import tritium as triton
 import tritium.language as tl
@@ -69,3 +70,41 @@ def test_mask_decided_for_whole_batches_still_guards_the_tail(n):
     masked_copy[(4,)](x, y, n, BLOCK=64)
     np.testing.assert_array_equal(y[:n], x[:n])
     assert (y[n:] == 99.0).all()
+
+
+@triton.jit
+def _masked_int_load_with_other(C, out, N):
+    i = tl.arange(0, 2)
+    c = tl.load(C + 0 * N + i, mask=i < N, other=0)
+    tl.store(out + i, c)
+
+
+def test_masked_integer_load_with_a_symbolic_other():
+    """`other=0` on an integer load is an affine splat in the interpreter; the window path must
+    materialize it (it crashed with a TypeError inside numpy)."""
+    C = torch.tensor([5, 6, 7, 8], dtype=torch.int32)
+    out = torch.full((2,), -1, dtype=torch.int32)
+    _masked_int_load_with_other[(1,)](C, out, 1)
+    assert out.tolist() == [5, 0]
+
+
+@triton.jit
+def _int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def test_int8_dot_over_masked_tiles():
+    torch.manual_seed(0)
+    a = torch.randint(-128, 128, (16, 40), dtype=torch.int8)
+    b = torch.randint(-128, 128, (40, 16), dtype=torch.int8)
+    c = torch.empty(16, 16, dtype=torch.int32)
+    _int8_matmul[(1,)](a, b, c, 16, 16, 40, BM=16, BN=16, BK=32)
+    assert torch.equal(c, a.to(torch.int32) @ b.to(torch.int32))

@@ -196,6 +196,8 @@ def affine_load(ex, op, args, active):
     # Inactive programs' lanes are read too: harmless, since the whole window is in bounds, and
     # their values are never used.
     other = args[op.operand_index("other")] if op.operand("other") is not None else None
+    if isinstance(other, Affine):  # `other=0` on an integer load: a splat the interpreter keeps symbolic
+        other = other.materialize()
     dtype = op.result.type.scalar.numpy
     window = ex.memory.strided_window(ptr, dtype.itemsize, ex.batch, ex.grid[0])
     if window is None:
