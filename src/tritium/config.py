@@ -138,3 +138,15 @@ def check_ir() -> bool:
     """TRITIUM_CHECK_IR=1: verify the IR after every compiler pass, and check that the final IR
     prints, parses back and prints to the same text (the test suite sets it)."""
     return os.environ.get("TRITIUM_CHECK_IR", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_analysis() -> str:
+    """TRITIUM_CHECK_ANALYSIS=1: before every load, store and atomic, the interpreter checks what
+    the compiler's analysis claims about its pointer, its mask and the integers they are computed
+    from (contiguity, divisibility, constancy, non-negativity; box masks) against the values it
+    computed, sampling a few executions and programs (the test suite sets it); ``all`` checks every
+    execution in every program. Returns "" (off), "sampled" or "all"."""
+    text = os.environ.get("TRITIUM_CHECK_ANALYSIS", "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return ""
+    return "all" if text == "all" else "sampled"

@@ -2,12 +2,13 @@
 
 With ``TRITIUM_CHECK_ANALYSIS=1`` every load, store and atomic compares, before it runs, what
 ``compiler.analysis`` claims about its pointer, its mask and the integer values they are computed
-from (contiguity, divisibility, constancy; box masks) with their actual values in the active
-programs, and raises ``AnalysisClaimError`` naming the value, the claim and a program where it is
-false. Compiled backends turn these claims into vector loads and unmasked fast paths, so a false
-claim there is wrong output; here it is a clear error. ``=1`` samples, cheap enough to leave on
-for a test suite: the first few times a function computes each value, in a few programs of the
-batch; ``=all`` checks every execution in every program.
+from (contiguity, divisibility, constancy, non-negativity, which the division rules rely on; box
+masks) with their actual values in the active programs, and raises ``AnalysisClaimError`` naming
+the value, the claim and a program where it is false. Compiled backends turn these claims into
+vector loads and unmasked fast paths, so a false claim there is wrong output; here it is a clear
+error. ``=1`` samples, cheap enough to leave on for a test suite: the first few times a function
+computes each value, in a few programs of the batch; ``=all`` checks every execution in every
+program (``config.check_analysis``).
 
 The check wraps the access handlers of the executor's tables, as debug mode's checks do; symbolic
 (affine) values are materialised for it.
@@ -21,6 +22,7 @@ from typing import Optional
 
 import numpy as np
 
+from ... import config
 from ...compiler.analysis.axis_info import AxisInfo, AxisInfoMap, analyze_axis_info, dims_of, is_tracked, unit_of
 from ...compiler.analysis.masks import MaskInfo, classify_mask
 from ...compiler.ir import types as T
@@ -29,7 +31,6 @@ from ...errors import TritonError, render_location
 from .affine import Affine
 from .memory import Memory
 
-SETTING = "TRITIUM_CHECK_ANALYSIS"
 _SAMPLED_EXECUTIONS = 4  # per access operand (pointer, mask) and function, under =1
 _SAMPLED_SOURCES = 2  # per value they are computed from and function, under =1
 _SAMPLED_PROGRAMS = 8  # per batch, under =1
@@ -44,12 +45,12 @@ class AnalysisClaimError(TritonError, AssertionError):
 
 
 def check_limit() -> Optional[int]:
-    """TRITIUM_CHECK_ANALYSIS: None when off, else how many times each compiled function's access
-    operands are checked (0: every time, for ``=all``)."""
-    text = os.environ.get(SETTING, "").strip().lower()
-    if text in ("", "0", "false", "no", "off"):
+    """TRITIUM_CHECK_ANALYSIS (``config.check_analysis``): None when off, else how many times each
+    compiled function's access operands are checked (0: every time, for ``=all``)."""
+    setting = config.check_analysis()
+    if not setting:
         return None
-    return 0 if text == "all" else _SAMPLED_EXECUTIONS
+    return 0 if setting == "all" else _SAMPLED_EXECUTIONS
 
 
 @dataclass(frozen=True)
@@ -99,13 +100,20 @@ class _FunctionClaims:
             for source in _sources(value):
                 place(source)
             info = self.claims.get(value)
-            if info is not None and max(info.contiguity + info.divisibility + info.constancy) > 1:
+            if info is not None and (max(info.contiguity + info.divisibility + info.constancy) > 1
+                                     or _sign_claimed(value, info)):
                 ordered.append((value, info, any(value is root for root in roots)))
 
         for root in roots:
             place(root)
         box = classify_mask(mask, self.claims) if mask is not None else None
         return _AccessPlan(tuple(ordered), (mask, box) if box is not None else None)
+
+
+def _sign_claimed(value: Value, info: AxisInfo) -> bool:
+    """Whether ``info`` claims a signed integer non-negative (unsigned and i1 values are by type)."""
+    scalar = value.type.scalar
+    return info.nonnegative and scalar.is_int_signed() and not scalar.is_bool()
 
 
 def _sources(value: Value) -> list[Value]:
@@ -288,6 +296,11 @@ def _check_value(ex, op: Operation, value: Value, info: AxisInfo, data: np.ndarr
                 shown = addresses if claim == "divisibility" else data
                 _fail(ex, op, value, info, f"{claim}[{d}] = {amount}", shown[program],
                       _lane(rows, data.shape[0], program))
+    if _sign_claimed(value, info):
+        ok = _per_program(data >= 0)
+        if not ok.all():
+            program = int(np.argmin(ok))
+            _fail(ex, op, value, info, "nonnegative", data[program], _lane(rows, data.shape[0], program))
 
 
 def _check_box(ex, op: Operation, mask: Value, box: MaskInfo, rows) -> None:
@@ -340,5 +353,7 @@ def _fail(ex, op: Operation, value: Value, info: Optional[AxisInfo], claim: str,
         op.loc, f"internal error: the compiler's analysis claims {claim} for {_describe(ex.fn, value)} (of type "
         f"{getattr(value.type, 'ir_name', value.type)}) feeding this {op.opcode} in kernel '{ex.fn.name}'{claims}, "
         f"but program {ex.program_of_lane(lane)} computed {shown}",
-        "this is a bug in tritium's compile-time analysis (compiler/analysis), not in the kernel; please report it")
+        "this is a bug in tritium's compile-time analysis (compiler/analysis), not in the kernel, unless the "
+        "kernel's signed 32- or 64-bit arithmetic overflows, which the analysis assumes it does not "
+        "(TRITIUM_DEBUG=1 reports int32 overflow); please report it")
     raise AnalysisClaimError(message)

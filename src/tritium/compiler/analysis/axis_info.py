@@ -17,8 +17,14 @@ divisibility is capped at ``MAX_DIVISIBILITY`` (zero is a multiple of everything
 
 Two facts beyond Triton's ride along because some rules need them: ``value``, the constant every
 element equals when that is known, and ``nonnegative``, true when every element is known to be at
-least 0 (int32 wrap-around aside). C's truncating ``//`` and ``%`` keep runs only for non-negative
-dividends, so their rules use it.
+least 0. C's truncating ``//`` and ``%`` keep runs only for non-negative dividends, so their rules
+use it.
+
+Wrap-around: like Triton's, the rules assume that ``add``, ``sub`` and ``mul`` of signed 32- and
+64-bit integers do not overflow (an overflowing int32 index is a kernel's mistake, which debug mode
+reports; int64 indices come nowhere near the limits). Everything else wraps as the IR spec says,
+and the claims hold through it (``may_wrap``): unsigned, i1 (modulo 2), i8 and i16 arithmetic, and
+casts that narrow or reinterpret.
 
 Rules are written to be sound where Triton's are loose: when a run of ``c`` is cut into shorter
 runs of ``g``, the first elements of the new runs are only known to be multiples of
@@ -90,6 +96,16 @@ def is_tracked(ty) -> bool:
     """Integers (booleans included) and pointers have axis info; floats do not."""
     scalar = ty.scalar
     return scalar.is_ptr() or scalar.is_int()
+
+
+def may_wrap(ty) -> bool:
+    """Whether ``add``, ``sub`` and ``mul`` of ``ty`` wrap around by design, so that claims must hold
+    through the wrap: unsigned integers (hashes, random numbers), i1 (modulo 2), i8 and i16. Signed
+    32- and 64-bit arithmetic is assumed not to overflow, and pointers do not."""
+    scalar = ty.scalar
+    if scalar.is_ptr():
+        return False
+    return scalar.is_bool() or scalar.is_int_unsigned() or scalar.int_bitwidth < 32
 
 
 def make(ty, contiguity, divisibility, constancy, value=None, nonnegative=False) -> AxisInfo:
@@ -272,7 +288,7 @@ class _Analysis:
         if lower_info is not None and step_info is not None:
             # the induction variable is lower + t * step
             iv_info = make(iv.type, (1,), (min(lower_info.divisibility[0], step_info.divisibility[0]),), (1,),
-                           nonnegative=lower_info.nonnegative and step_info.nonnegative)
+                           nonnegative=lower_info.nonnegative and step_info.nonnegative and not may_wrap(iv.type))
         else:
             iv_info = unknown(iv.type)
         types = [v.type for v in inits]

@@ -5,6 +5,9 @@ Each rule takes the operation and its operands' AxisInfo (floats, which have non
 rule give "unknown" (every claim 1), which is always true. Powers of two make ``gcd`` a ``min``.
 The rules follow Triton's AxisInfo visitors where those are sound; where cutting a run into
 shorter ones moves the run starts, ``divisibility_at`` says what the new starts are known to be.
+Integer edge cases are as the IR spec (``compiler/ir/spec.py``) defines them: ``x // 0`` is all
+ones, ``x % 0`` is ``x``, shifts by an amount outside [0, bits) give 0 (``shr`` of a negative
+signed value: -1), i1 arithmetic is modulo 2, and wrap-around is treated as ``may_wrap`` says.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Callable, Optional
 from ..ir import types as T
 from ..ir.ops import Operation
 from .axis_info import (MAX_DIVISIBILITY, AxisInfo, dims_of, divisibility_at, element_divisibility,
-                        highest_power_of_two_divisor, make, unit_of, unknown)
+                        highest_power_of_two_divisor, make, may_wrap, unit_of, unknown)
 
 Rule = Callable[[Operation, list], object]
 _RULES: dict[str, Rule] = {}
@@ -61,7 +64,39 @@ def _ones(ty) -> tuple[int, ...]:
 
 
 def _constant(ty, value: int) -> AxisInfo:
-    return make(ty, (), (), (), value=_wrap(value, ty))
+    wrapped = _wrap(value, ty)
+    return unknown(ty) if wrapped is None else make(ty, (), (), (), value=wrapped)
+
+
+def _value_range(scalar, nonnegative: bool) -> tuple[int, int]:
+    """The lowest and highest value an integer of ``scalar`` holds (at least 0 when ``nonnegative``)."""
+    bits = scalar.int_bitwidth
+    if scalar.is_bool():
+        return 0, 1
+    if scalar.is_int_unsigned():
+        return 0, (1 << bits) - 1
+    return (0 if nonnegative else -(1 << (bits - 1))), (1 << (bits - 1)) - 1
+
+
+def _wrap_period(scalar) -> int:
+    """How far apart the points are where values of ``scalar`` wrap: unsigned (and i1) values step
+    from the maximum to 0 at multiples of 2**bits; signed ones also from the maximum to the minimum,
+    halfway between, so every 2**(bits - 1)."""
+    bits = scalar.int_bitwidth
+    return 1 << (bits - 1) if scalar.is_int_signed() and not scalar.is_bool() else 1 << bits
+
+
+def _wrapped(ty, contiguity, divisibility, constancy) -> AxisInfo:
+    """Claims about exact values, for the values of ``ty`` that wrap them modulo 2**bits.
+
+    Constancy survives, and so does divisibility (a multiple of 2**bits or more wraps to 0, which
+    every power divides). A run survives in pieces that start at multiples of their length, as
+    indices and as values, and are no longer than ``_wrap_period``: every wrap point is then a
+    multiple of the piece length, so none falls inside a piece. The sign is unknown."""
+    exact = AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy))
+    period = _wrap_period(ty.scalar)
+    pieces = [min(c, v, period) for c, v in zip(exact.contiguity, exact.divisibility)]
+    return make(ty, pieces, [divisibility_at(exact, d, piece) for d, piece in enumerate(pieces)], exact.constancy)
 
 
 # values --------------------------------------------------------------------------------------------
@@ -241,6 +276,8 @@ def _sum(ty, a: AxisInfo, b: AxisInfo, subtract: bool, unit_a: int, unit_b: int,
         divisibility.append(min(divisibility_at(a, d, run, unit_a),
                                 _cap(divisibility_at(b, d, run, unit_b) * scale)))
         constancy.append(min(a.constancy[d], b.constancy[d]))
+    if may_wrap(ty):
+        return _wrapped(ty, contiguity, divisibility, constancy)
     return make(ty, contiguity, divisibility, constancy, nonnegative=a.nonnegative and b.nonnegative and not subtract)
 
 
@@ -279,8 +316,9 @@ def _rule_mul(op, infos):
         return a
     if a.value == 1:
         return b
+    # the product wraps for unsigned and narrow types, and a wrapped product has no known sign
     return _elementwise(ty, a, b, lambda d: _cap(element_divisibility(a, d) * element_divisibility(b, d)),
-                        a.nonnegative and b.nonnegative)
+                        a.nonnegative and b.nonnegative and not may_wrap(ty))
 
 
 def _truncated_division(a: int, b: int) -> tuple[int, int]:
@@ -310,8 +348,11 @@ def _rule_floordiv(op, infos):
         return _constant(ty, _truncated_division(a.value, b.value)[0])
     if b.value == 1:
         return a
+    # x // 0 is all ones (-1 when signed), so a divisor that may be 0 leaves the sign unknown; the
+    # runs need no such care: -1 across a piece is constant too
     constancy = [max(min(a.constancy[d], b.constancy[d]), _run_through_divisor(a, b, d)) for d in range(a.rank)]
-    return make(ty, _ones(ty), _ones(ty), constancy, nonnegative=a.nonnegative and b.nonnegative)
+    divisor_positive = b.value is not None and b.value > 0
+    return make(ty, _ones(ty), _ones(ty), constancy, nonnegative=a.nonnegative and divisor_positive)
 
 
 @rule("mod")
@@ -324,6 +365,7 @@ def _rule_mod(op, infos):
         return _constant(ty, _truncated_division(a.value, b.value)[1])
     if b.value in (1, -1):
         return _constant(ty, 0)
+    # where r is 0, x % 0 is x: a piece of a run stays that run, and the claims below hold for it
     contiguity = [_run_through_divisor(a, b, d) for d in range(a.rank)]
     # x % r = x - q * r: a multiple of whatever divides both x and r
     divisibility = [min(divisibility_at(a, d, run), element_divisibility(b, d)) for d, run in enumerate(contiguity)]
@@ -366,7 +408,8 @@ def _rule_shift(op, infos):
     if b.value is not None and not 0 <= b.value < bits:
         if op.opcode == "shl" or a.nonnegative:
             return _constant(ty, 0)  # shifted out entirely (the interpreter's rule, and PTX's clamp)
-        return unknown(ty)
+        # the sign fill, -1 or 0: constant where the value is
+        return make(ty, _ones(ty), _ones(ty), a.constancy)
     if b.value == 0:
         return a
     amount = _shift_amount(b, ty)
@@ -469,15 +512,21 @@ def _rule_select(op, infos):
 
 
 # conversions ---------------------------------------------------------------------------------------
-def _reinterpreted(ty, a: AxisInfo, value_kept: bool) -> AxisInfo:
-    """An integer seen as another integer type. Divisibility and constancy survive wrapping modulo
-    2**bits; runs survive when values are kept, and else at least their pieces that start at
-    multiples of their length (those cannot straddle a wrap point)."""
-    if value_kept:
+def _keeps_values(source, target, nonnegative: bool) -> bool:
+    """Whether every value ``source`` can hold here (at least 0 when ``nonnegative``) is one that
+    ``target`` holds too, so that converting it changes nothing. u32 -> i32 does not: values from
+    2**31 on become negative; neither does any narrowing cast."""
+    low, high = _value_range(source, nonnegative)
+    target_low, target_high = _value_range(target, False)
+    return target_low <= low and high <= target_high
+
+
+def _reinterpreted(ty, a: AxisInfo, values_kept: bool) -> AxisInfo:
+    """An integer seen as another integer type: the same claims when the values are kept, else
+    those that survive wrapping modulo 2**bits (see ``_wrapped``)."""
+    if values_kept:
         return make(ty, a.contiguity, a.divisibility, a.constancy, nonnegative=a.nonnegative)
-    contiguity = [min(c, v) for c, v in zip(a.contiguity, a.divisibility)]
-    divisibility = [divisibility_at(a, d, run) for d, run in enumerate(contiguity)]
-    return make(ty, contiguity, divisibility, a.constancy)
+    return _wrapped(ty, a.contiguity, a.divisibility, a.constancy)
 
 
 @rule("cast")
@@ -489,12 +538,11 @@ def _rule_cast(op, infos):
         return unknown(ty)
     if a.value is not None:
         return _constant(ty, int(a.value != 0) if target.is_bool() else a.value)
-    if source.is_bool() or target.is_bool():
+    if target.is_bool():  # x != 0
         return make(ty, _ones(ty), _ones(ty), a.constancy)
-    widening = target.int_bitwidth > source.int_bitwidth and (source.is_int_signed() <= target.is_int_signed())
-    same_kind = target.int_bitwidth == source.int_bitwidth and source.is_int_signed() == target.is_int_signed()
-    kept = widening or same_kind or (a.nonnegative and target.int_bitwidth >= source.int_bitwidth)
-    return _reinterpreted(ty, a, kept)
+    if source.is_bool():  # i1 zero-extends: 0 or 1
+        return make(ty, _ones(ty), _ones(ty), a.constancy, nonnegative=True)
+    return _reinterpreted(ty, a, _keeps_values(source, target, a.nonnegative))
 
 
 @rule("bitcast")
@@ -507,7 +555,8 @@ def _rule_bitcast(op, infos):
         return make(ty, a.contiguity if same_size else _ones(ty), a.divisibility, a.constancy)
     if source.is_floating() or target.is_floating() or source.is_ptr() or target.is_ptr():
         return make(ty, _ones(ty), _ones(ty), a.constancy)
-    return _reinterpreted(ty, a, False)
+    # the same width: the bits name the same value only where both types hold it
+    return _reinterpreted(ty, a, _keeps_values(source, target, a.nonnegative))
 
 
 @rule("ptr_to_int", "int_to_ptr")
