@@ -77,7 +77,8 @@ def test_the_error_shown_in_getting_started_is_the_one_raised(tmp_path):
     assert message in printed, printed
 
 
-@pytest.mark.parametrize("name", ["getting-started.md", "language.md", "errors.md", "interpreter.md", "backends.md"])
+@pytest.mark.parametrize("name", ["getting-started.md", "language.md", "errors.md", "interpreter.md", "backends.md",
+                                  "ir.md", "cpu-backend.md"])
 def test_docs_link_to_files_that_exist(name):
     text = (DOCS / name).read_text()
     for target in re.findall(r"\]\(([^)#:]+\.md)\)", text):
