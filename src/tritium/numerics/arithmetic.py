@@ -5,6 +5,7 @@
 - float -> int conversion saturates: NaN -> 0, +inf -> INT_MAX, -inf -> INT_MIN (PTX cvt.rzi.sat);
 - float downcasts round to nearest even, or toward zero with ``rtz``; fp8 conversions saturate
   to the largest finite value (448 for e4m3, 57344 for e5m2) instead of producing NaN/inf;
+- float ``atomic_max``/``atomic_min`` order by IEEE totalOrder (the bits), ``atomic_cas`` compares bits;
 - fp32 transcendental functions are computed in fp64 and rounded once;
 - reductions combine in a fixed binary tree (pairs of halves), as a GPU's butterfly does.
 """
@@ -34,9 +35,23 @@ def _round_toward_zero(x: np.ndarray, rounded: np.ndarray) -> np.ndarray:
 
 
 def _saturate_fp8(x: np.ndarray, dst: T.dtype) -> np.ndarray:
+    """``x`` clipped to the fp8 type's finite range (NaN stays), in fp64 when ``x`` is fp64 (exactly:
+    no rounding yet), else in fp32 (which holds every narrower value)."""
     limit = 448.0 if dst.name == "fp8e4nv" else 57344.0
-    wide = x.astype(np.float32)
+    wide = x if x.dtype == np.float64 else x.astype(np.float32)
     return np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit))
+
+
+def narrow_float(x: np.ndarray, target: np.dtype) -> np.ndarray:
+    """A float array converted to a float type of at most its precision, rounded once to nearest
+    even, without saturating. numpy converts fp64 to fp32 and fp16 directly, but ml_dtypes converts
+    fp64 to bf16 and fp8 through fp32, rounding twice; so fp64 is first rounded to odd in fp32 (24
+    bits, at least two more than those types keep), and rounding that to nearest gives what rounding
+    the fp64 value once does."""
+    target = np.dtype(target)
+    if x.dtype == np.float64 and target.itemsize <= 2 and target != np.float16:  # bf16 and fp8
+        x = _fp64_to_fp32_round_to_odd(x)
+    return x.astype(target)
 
 
 def _fp64_to_fp32_round_to_odd(wide: np.ndarray) -> np.ndarray:
@@ -115,20 +130,15 @@ def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None)
         if dst.primitive_bitwidth >= src.primitive_bitwidth and not dst.is_fp8():
             return x.astype(target)
         source = _saturate_fp8(x, dst) if dst.is_fp8() else x
-        if dst.is_fp8():
-            rounded = source.astype(np.float32).astype(target)
-        elif dst.is_bf16() and src.is_fp64():
-            rounded = _fp64_to_fp32_round_to_odd(source).astype(target)  # ml_dtypes rounds twice via fp32
-        else:
-            rounded = source.astype(target)
+        rounded = narrow_float(source, target)
         if rounding == "rtz":
             rounded = _round_toward_zero(source, rounded)
         return rounded
     if src.is_int() and dst.is_floating():
         if dst.is_bf16():
-            return _fp64_to_fp32_round_to_odd(_int_to_fp64_round_to_odd(x)).astype(target)
+            return narrow_float(_int_to_fp64_round_to_odd(x), target)
         if dst.is_fp8():
-            return _saturate_fp8(x.astype(np.float64), dst).astype(target)
+            return narrow_float(_saturate_fp8(_int_to_fp64_round_to_odd(x), dst), target)
         return x.astype(target)
     return x.astype(target)
 
@@ -170,6 +180,41 @@ def umulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "i":
         high = high - np.where(a < 0, ub, 0).astype(np.uint64) - np.where(b < 0, ua, 0).astype(np.uint64)
     return high.astype(a.dtype)
+
+
+# atomics ------------------------------------------------------------------------------------------
+def _unsigned_view(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x).view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
+
+
+def bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Equality of bit patterns, as atom.cas compares: -0 is not +0, a NaN equals the same NaN."""
+    if a.dtype.kind in "biu":
+        return a == b
+    return _unsigned_view(a) == _unsigned_view(np.asarray(b, dtype=a.dtype))
+
+
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+    """Signed integers that order floats as IEEE 754's totalOrder does: -NaN < -inf < ... < -0 < +0 <
+    ... < +inf < +NaN, NaNs by payload. A float's bits are sign and magnitude; a negative one maps to
+    -1 - magnitude."""
+    bits = _unsigned_view(x)
+    width = x.dtype.itemsize * 8
+    signed = np.dtype(f"int{width}")
+    magnitude = (bits & bits.dtype.type((1 << (width - 1)) - 1)).astype(signed)
+    return np.where((bits >> bits.dtype.type(width - 1)) != 0, -magnitude - signed.type(1), magnitude)
+
+
+def atomic_extremum(current: np.ndarray, update: np.ndarray, maximum: bool) -> np.ndarray:
+    """What ``tl.atomic_max``/``tl.atomic_min`` leave in memory. Integers: by value. Floats: by IEEE
+    totalOrder, as Triton lowers them on an NVIDIA GPU: a value whose sign bit is clear does a signed
+    integer max (min) on the bits, one whose sign bit is set an unsigned min (max); so -0 < +0 and a
+    NaN is not ignored (a positive NaN wins a max, a negative one a min). Measured on an H200."""
+    if current.dtype.kind in "biu":
+        return np.maximum(current, update) if maximum else np.minimum(current, update)
+    update = np.asarray(update, dtype=current.dtype)
+    own, other = _total_order_key(current), _total_order_key(update)
+    return np.where(other > own if maximum else other < own, update, current)
 
 
 # math -------------------------------------------------------------------------------------------
@@ -360,8 +405,11 @@ def bitonic_sort(x: np.ndarray, descending: bool) -> np.ndarray:
     Stage s merges runs of 2**s, ascending where bit s of the position is 0 and descending where
     it is 1 (the last stage in the requested order). Each step pairs the positions that differ in
     one bit; a lane takes its partner's value when ``(own > partner) != (descending ^ is_right)``,
-    Triton's rule. Running the same network keeps what a GPU gives for unordered or equal pairs:
-    a NaN, or -0.0 beside +0.0, overwrites its partner instead of moving.
+    Triton's rule (``_compare_and_swap`` in triton/language/standard.py). Each lane decides alone, so a
+    pair that compares false both ways (a NaN, or -0.0 beside +0.0) is not swapped but merged: the
+    right lane takes the left one's value, and the result need not be a permutation of the input
+    (``[nan, 1, 3, 2, 0, 5, 4, 7]`` sorts to eight NaNs). Triton 3.6 on an H200 gives these results
+    bit for bit (tests/numerics/test_sort_network.py holds rows recorded there).
     """
     n = x.shape[-1]
     stages = n.bit_length() - 1

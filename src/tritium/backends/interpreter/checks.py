@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import (DeadlockError, DivisionByZeroError, IntegerOverflowError, InvalidConversionError, RaceError,
                        render_location)
+from ...numerics import arithmetic
 from .affine import Affine
 
 INT32_MIN = -(1 << 31)
@@ -434,7 +435,7 @@ class DebugChecks:
             selected = np.ones(shape, dtype=bool) if lanes is True else np.broadcast_to(lanes, shape)
             written = selected
             if compare is not None:  # a failed compare-and-swap writes nothing, so it releases nothing
-                written = selected & (old == np.asarray(compare).reshape(shape))
+                written = selected & arithmetic.bits_equal(old, np.asarray(compare).reshape(shape))
             read_units, written_units = index[selected], index[written]
             if old.dtype.itemsize != alloc.element_size:
                 scale = old.dtype.itemsize

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...errors import render_location
 from ...numerics import arithmetic as numerics
+from ...numerics import elementwise
 from .executor import _expand_programs, _full, _same_batch, handles
 
 
@@ -36,10 +37,8 @@ def exec_reduce(ex, op, args, active):
     x = values[0]
     if kind == "sum":
         return numerics.sum_tree(x, axis)
-    if kind == "max":
-        return numerics.tree_reduce([x], axis, lambda l, r: [_max_nan(l[0], r[0])])[0]
-    if kind == "min":
-        return numerics.tree_reduce([x], axis, lambda l, r: [_min_nan(l[0], r[0])])[0]
+    if kind in ("max", "min"):  # NaN-ignoring and -0 < +0, as minimum/maximum with propagate_nan=none
+        return elementwise.reduce_extremum(x, axis, kind == "max", op.operands[0].type.scalar.is_floating())
     if kind == "xor":
         return np.bitwise_xor.reduce(x, axis=axis)
     if kind in ("argmax", "argmin"):
@@ -49,14 +48,6 @@ def exec_reduce(ex, op, args, active):
         # Region arguments are scalars; give them the full leading shape of the halves.
         return numerics.tree_reduce(values, axis, _combine_with_region(ex, op.regions[0]))
     raise NotImplementedError(f"reduce kind {kind}")
-
-
-def _max_nan(a, b):
-    return np.fmax(a, b) if a.dtype.kind == "f" or a.dtype.kind == "V" else np.maximum(a, b)
-
-
-def _min_nan(a, b):
-    return np.fmin(a, b) if a.dtype.kind == "f" or a.dtype.kind == "V" else np.minimum(a, b)
 
 
 @handles("scan")

@@ -24,6 +24,7 @@ from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region
 from ...errors import render_location
 from ...numerics import arithmetic as numerics
+from ...numerics import elementwise
 from . import analysis_check, checks
 from .affine import AFFINE_HANDLERS, Affine, make_arange, make_splat
 from .memory import Memory
@@ -201,8 +202,7 @@ def handles(*opcodes):
 # values -----------------------------------------------------------------------------------------
 @handles("constant")
 def exec_constant(ex, op, args, active):
-    return np.array([op.attrs["value"]]).astype(op.result.type.numpy) if not op.result.type.is_bool() \
-        else np.array([bool(op.attrs["value"])])
+    return elementwise.constant_array(op.attrs["value"], op.result.type.scalar)
 
 
 @handles("arange")
@@ -245,6 +245,8 @@ def exec_permute(ex, op, args, active):
 
 
 # elementwise -----------------------------------------------------------------------------------------
+# Each handler calls numerics.elementwise, the definition constant folding uses too: one place for
+# every edge case (i1 modulo 2, shifts past the width, x // 0, NaN and signed zeros in min/max).
 def _binary(fn):
     def run(ex, op, args, active):
         return fn(args[0], args[1])
@@ -252,99 +254,38 @@ def _binary(fn):
     return run
 
 
-def _modulo_2_for_bool(fn):
-    """i1 arithmetic wraps modulo 2, as LLVM's does: + and - are xor (numpy's bool + is an or)."""
-    def apply(a, b):
-        return np.logical_xor(a, b) if a.dtype == np.bool_ else fn(a, b)
+def _unary(fn):
+    def run(ex, op, args, active):
+        return fn(args[0])
 
-    return apply
+    return run
 
 
-for _opcode, _fn in {
-    "add": _modulo_2_for_bool(np.add), "sub": _modulo_2_for_bool(np.subtract), "mul": np.multiply,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-}.items():
+for _opcode, _fn in elementwise.BINARY.items():
     _EXEC[_opcode] = _binary(_fn)
-
-
-@handles("div")
-def exec_div(ex, op, args, active):
-    a, b = args
-    if a.dtype in (np.float32, np.float64):
-        return np.divide(a, b)
-    return (a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
-
-
-@handles("floordiv")
-def exec_floordiv(ex, op, args, active):
-    return numerics.int_floordiv(*args)
+for _opcode, _fn in elementwise.UNARY.items():
+    _EXEC[_opcode] = _unary(_fn)
 
 
 @handles("mod")
 def exec_mod(ex, op, args, active):
-    a, b = args
-    if op.result.type.scalar.is_floating():
-        return np.fmod(a, b)
-    return numerics.int_mod(a, b)
-
-
-@handles("shl", "shr")
-def exec_shift(ex, op, args, active):
-    a, b = args
-    bits = a.dtype.itemsize * 8
-    too_far = (b < 0) | (b >= bits)
-    safe = np.where(too_far, 0, b).astype(a.dtype)
-    if op.opcode == "shl":
-        out = np.left_shift(a, safe)
-        return np.where(too_far, 0, out).astype(a.dtype)
-    out = np.right_shift(a, safe)
-    fill = np.where(a < 0, -1, 0) if np.issubdtype(a.dtype, np.signedinteger) else 0
-    return np.where(too_far, fill, out).astype(a.dtype)
+    return elementwise.remainder(args[0], args[1], op.result.type.scalar.is_floating())
 
 
 @handles("cmp")
 def exec_cmp(ex, op, args, active):
-    fn = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-          "ne": np.not_equal}[op.attrs["predicate"]]
-    return fn(args[0], args[1])
+    return elementwise.compare(args[0], args[1], op.attrs["predicate"])
 
 
 @handles("minimum", "maximum")
 def exec_minmax(ex, op, args, active):
-    a, b = args
-    floating = op.result.type.scalar.is_floating()
-    if floating and op.attrs.get("propagate_nan", "none") == "none":
-        fn = np.fmin if op.opcode == "minimum" else np.fmax
-    else:
-        fn = np.minimum if op.opcode == "minimum" else np.maximum
-    result = fn(a, b)
-    if floating:
-        # Signed zeros as IEEE 754-2019 orders them (-0 < +0): max(+0, -0) = +0, min(+0, -0) = -0.
-        both_zero = (a == 0) & (b == 0)
-        if both_zero.any():
-            signed = a + b if op.opcode == "maximum" else -((-a) + (-b))
-            result = np.where(both_zero, signed, result)
-    return result
-
-
-@handles("neg")
-def exec_neg(ex, op, args, active):
-    return args[0] if args[0].dtype == np.bool_ else np.negative(args[0])  # i1: 0 - x == x (mod 2)
-
-
-@handles("not")
-def exec_not(ex, op, args, active):
-    return np.invert(args[0])
-
-
-@handles("abs")
-def exec_abs(ex, op, args, active):
-    return np.abs(args[0])
+    return elementwise.extremum(args[0], args[1], op.opcode == "maximum", op.result.type.scalar.is_floating(),
+                                op.attrs.get("propagate_nan", "none"))
 
 
 @handles("select")
 def exec_select(ex, op, args, active):
-    return np.where(args[0], args[1], args[2])
+    return elementwise.select(args[0], args[1], args[2])
 
 
 @handles("exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ...errors import OutOfBoundsError, render_location
+from ...numerics import arithmetic
 
 TAG_SHIFT = 40
 _HALF_SEGMENT = 1 << (TAG_SHIFT - 1)
@@ -363,10 +364,8 @@ class Memory:
 def _combine(kind: str, current, update, compare):
     if kind == "add":
         return current + update
-    if kind == "max":
-        return np.maximum(current, update)
-    if kind == "min":
-        return np.minimum(current, update)
+    if kind in ("max", "min"):
+        return arithmetic.atomic_extremum(current, update, kind == "max")
     if kind == "and":
         return current & update
     if kind == "or":
@@ -376,5 +375,5 @@ def _combine(kind: str, current, update, compare):
     if kind == "xchg":
         return update
     if kind == "cas":
-        return np.where(current == compare, update, current)
+        return np.where(arithmetic.bits_equal(current, compare), update, current)  # atom.cas compares bits
     raise NotImplementedError(kind)

@@ -30,9 +30,7 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 def as_array(value, scalar: T.dtype) -> np.ndarray:
     """A constant's value as the one-element array the interpreter makes of it."""
-    if scalar.is_bool():
-        return np.array([bool(value)])
-    return np.array([value]).astype(scalar.numpy)
+    return elementwise.constant_array(value, scalar)
 
 
 def as_constant(element, scalar: T.dtype):
