@@ -128,7 +128,8 @@ _COMMUTATIVE = (PURE, ELEMENTWISE, COMMUTATIVE)
 # values --------------------------------------------------------------------------------------------
 _op("constant", (), [Attr("value", "scalar")], "constant", traits=_PURE,
     semantics="A scalar of the result type: a bool for i1, an int (in range) for integers, a float "
-              "(NaN and infinities allowed) for floats. Blocks of constants are splats of a constant.")
+              "(NaN and infinities allowed; rounded once to nearest even to the result type, not saturated) for "
+              "floats. Blocks of constants are splats of a constant.")
 _op("arange", (), [Attr("start", "int"), Attr("end", "int")], "arange", traits=_PURE,
     semantics="The i32 block [start, start + 1, ..., end - 1]; end - start is a power of two.")
 _op("program_id", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
@@ -155,8 +156,11 @@ _op("cat", ("lhs", "rhs"), [Attr("axis", "int")], "cat", traits=_PURE,
 _op("flip", ("value",), [Attr("axis", "int")], "same_as_operand", traits=_PURE,
     semantics="Reverses the order of elements along `axis`.")
 _op("sort", ("value",), [Attr("descending", "bool")], "same_as_operand", traits=_PURE,
-    semantics="Sorts along the last dimension with a bitonic compare-and-swap network; NaNs compare as "
-              "larger than every number (they sort last ascending, first descending).")
+    semantics="Sorts along the last dimension with a bitonic network in which each lane decides alone: at "
+              "each step a lane takes its partner's value when (own > partner) != (descending xor the lane is "
+              "the pair's right one). A pair that compares false both ways (a NaN, or -0 beside +0) is merged, "
+              "not swapped: the right lane copies the left, so values can be duplicated and lost (ascending "
+              "[nan, 1, 3, 2, 0, 5, 4, 7] gives eight NaNs), as Triton 3.6 on an H200 does.")
 _op("gather", ("source", "index"), [Attr("axis", "int")], "gather", traits=(PURE, MAY_RAISE),
     semantics="result[i...] = source[i... with index[i...] in place of the coordinate along axis]. An index "
               "outside the source's extent along axis is an error of the kernel (a run-time check).")
@@ -172,7 +176,8 @@ _op("cast", ("value",), [Attr("to", "dtype"), Attr("rounding", "str", None, ("rt
               "values >= 2**(bits-1) (unsigned: 2**bits) -> the maximum, below the minimum -> the minimum (PTX "
               "cvt.rzi.sat). float -> narrower float: rounds to nearest even, or toward zero with rounding=rtz; "
               "to fp8 (e4m3fn, e5m2) it saturates to the largest finite value (448, 57344) instead of giving inf "
-              "or NaN; fp64 -> bf16 rounds once (not through fp32). float -> wider float: exact. int -> float: "
+              "or NaN; fp64 -> bf16 and fp64 -> fp8 round once (not through fp32). float -> wider float: exact. "
+              "int -> float: "
               "rounds to nearest even (64-bit integers to bf16 once, not twice); to fp8 saturates.")
 _op("bitcast", ("value",), [], "bitcast", traits=_ELEMENTWISE,
     semantics="Reinterprets the bits as the result's element type of the same width (or another pointer type).")
@@ -206,9 +211,10 @@ _op("and", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantic
 _op("or", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise or.")
 _op("xor", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise xor.")
 _op("shl", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
-    semantics="Shift left. A shift amount < 0 or >= the bit width gives 0 (LLVM would give poison).")
+    semantics="Shift left. A shift amount < 0 or >= the bit width (1 for i1) gives 0 (LLVM would give poison).")
 _op("shr", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
     semantics="Arithmetic shift right for signed types, logical for unsigned. An amount < 0 or >= the bit width "
+              "(1 for i1) "
               "gives the sign fill: -1 for negative signed values, else 0.")
 _op("minimum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
     traits=_COMMUTATIVE,
@@ -279,13 +285,17 @@ _op("atomic_rmw", ("pointer", "value", _opt("mask")),
     [Attr("kind", "str", choices=("add", "max", "min", "and", "or", "xor", "xchg")),
      Attr("sem", "str", "acq_rel", _SEMS), Attr("scope", "str", "gpu", _SCOPES)],
     "atomic", effects=(READS, WRITES, SYNCHRONIZES),
-    semantics="Atomically combines value into memory and returns what was there before, per active lane; "
-              "float max/min follow the minimum/maximum rules. Lanes of one op touching one address are applied "
-              "in lane order.")
+    semantics="Atomically combines value into memory and returns what was there before, per active lane. "
+              "Float max/min order values by IEEE 754 totalOrder, their bits read as sign and magnitude (-NaN < "
+              "-inf < ... < -0 < +0 < ... < +inf < +NaN, NaNs by payload): a NaN is not ignored, as Triton's "
+              "lowering to integer atomics on an NVIDIA GPU gives (signed max/min on the bits where the sign bit "
+              "is clear, unsigned min/max where it is set). Lanes of one op touching one address are applied in "
+              "lane order.")
 _op("atomic_cas", ("pointer", "compare", "value"), [Attr("sem", "str", "acq_rel", _SEMS),
                                                     Attr("scope", "str", "gpu", _SCOPES)],
     "atomic_cas", effects=(READS, WRITES, SYNCHRONIZES),
-    semantics="Where memory equals compare (bitwise for floats), stores value; returns the old contents.")
+    semantics="Where memory equals compare bit for bit (-0 does not match +0; a NaN matches the same NaN bits), "
+              "stores value; returns the old contents.")
 _op("barrier", (), [], "none", effects=(SYNCHRONIZES,),
     semantics="Orders the memory accesses of the threads of one program (__syncthreads); no effect across "
               "programs.")
@@ -314,9 +324,10 @@ _op("reduce", (_many("inputs"),),
     [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "max", "min", "xor", "argmax", "argmin", "custom"))],
     "reduce", regions=("combine",), traits=_PURE,
     semantics="Combines the inputs along `axis` in a fixed binary tree (halves pairwise), so results are "
-              "deterministic; float sums round at each step. max/min ignore NaN as minimum/maximum with "
-              "propagate_nan=none do; argmax/argmin give the first index of the extreme. kind=custom applies "
-              "the combine region (2n scalar arguments, yields n). The combine region is present only for custom.")
+              "deterministic; float sums round at each step. max/min ignore NaN and order -0 < +0, as minimum/"
+              "maximum with propagate_nan=none do; argmax/argmin give the first index of the extreme. kind=custom "
+              "applies the combine region (2n scalar arguments, yields n). The combine region is present only for "
+              "custom.")
 _op("scan", (_many("inputs"),),
     [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "prod", "custom")), Attr("reverse", "bool", False)],
     "scan", regions=("combine",), traits=_PURE,
