@@ -591,6 +591,20 @@ def test_run_module_like_python_m(tmp_path):
     assert result.returncode == 1 and "No module named no_such_module_here" in result.stderr
 
 
+def test_run_script_sets_an_absolute_file_as_python_does(tmp_path):
+    """Scripts that find their data next to themselves (os.path.dirname(__file__)) work from any folder."""
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    (folder / "data.txt").write_text("beside the script")
+    (folder / "where.py").write_text("import os, sys\n"
+                                     "print(os.path.isabs(__file__), sys.argv[0])\n"
+                                     "print(open(os.path.join(os.path.dirname(__file__), 'data.txt')).read())\n")
+    result = subprocess.run(CLI + ["run", os.path.join("scripts", "where.py")], capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"True {os.path.join('scripts', 'where.py')}", "beside the script"]
+
+
 # Triton's tutorials ------------------------------------------------------------------------------------
 TUTORIALS_DIR = os.environ.get("TRITIUM_TUTORIALS_DIR")
 TUTORIALS = ["01-vector-add.py", "02-fused-softmax.py", "03-matrix-multiplication.py", "05-layer-norm.py"]

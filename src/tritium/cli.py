@@ -39,9 +39,24 @@ def _run(args) -> int:
             print(f"tritium run: can't open file {args.target!r}: no such file", file=sys.stderr)
             return 2
         sys.argv = [args.target] + args.args
-        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
-        runpy.run_path(args.target, run_name="__main__")
+        _run_script(os.path.abspath(args.target))
     return 0
+
+
+def _run_script(script: str) -> None:
+    """Runs ``script`` as ``python script.py`` does: as ``__main__``, with an absolute ``__file__``
+    (Python's since 3.9), its folder first on ``sys.path``, and ``sys.argv[0]`` as the user typed it
+    (``runpy.run_path`` would make that absolute too)."""
+    import builtins
+    import types
+
+    with open(script, "rb") as f:
+        code = compile(f.read(), script, "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __builtins__=builtins)
+    sys.modules["__main__"] = main
+    sys.path.insert(0, os.path.dirname(script))
+    exec(code, main.__dict__)
 
 
 def _parse_constant(text: str):
