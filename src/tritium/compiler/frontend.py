@@ -24,6 +24,7 @@ from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
 from ..language.tensor_descriptor import tensor_descriptor_type
+from ..language.tuple_type import tuple_type
 from .control_flow import lower_early_returns
 from .strict import check_strict
 from .frontend_branches import BranchVisitor
@@ -324,6 +325,10 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
     def visit_Lambda(self, node):
         raise self.error(node, "lambdas are not supported in kernels", "define a @triton.jit function instead")
 
+# Arguments passed as several IR parameters, which the kernel sees as one value.
+_COMPOSITE_ARGUMENTS = (tensor_descriptor_type, tuple_type)
+
+
 def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]:
     """Builds the IR of kernel ``jit_fn`` for ``arg_specs``: name -> IR type, or constexpr value.
 
@@ -331,11 +336,12 @@ def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]
     """
     parsed = jit_fn.parsed
     check_strict(parsed)
-    # IR parameters: one per run-time argument; a tensor descriptor is passed as several scalars
+    # IR parameters: one per run-time argument; a tensor descriptor is passed as several scalars, a
+    # tuple as its run-time elements
     ir_args: list[tuple[str, Any]] = []
     for p in parsed.params:
         spec = arg_specs[p.name]
-        if isinstance(spec, tensor_descriptor_type):
+        if isinstance(spec, _COMPOSITE_ARGUMENTS):
             ir_args.extend(spec.ir_arguments(p.name))
         elif not isinstance(spec, constexpr):
             ir_args.append((p.name, spec))
@@ -347,7 +353,7 @@ def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]
     args = iter(body.args)
     for p in parsed.params:
         spec = arg_specs[p.name]
-        if isinstance(spec, tensor_descriptor_type):
+        if isinstance(spec, _COMPOSITE_ARGUMENTS):
             values = [next(args) for _ in spec.ir_arguments(p.name)]
             scope[p.name] = spec.build([tensor(v, v.type) for v in values])
         else:

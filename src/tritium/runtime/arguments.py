@@ -163,6 +163,8 @@ def specialize(value, allow_constant_one: bool = True) -> Specialization:
     if _is_tensor_descriptor(value):
         key, spec, device = _specialize_descriptor(value)
         return Specialization(key, spec, {}, device)
+    if isinstance(value, tuple):
+        return _specialize_tuple(value, allow_constant_one)
     view = tensor_view(value)
     if view is not None:
         aligned = view.address % 16 == 0
@@ -182,7 +184,7 @@ def _is_tensor_descriptor(value) -> bool:
 
 def _specialize_descriptor(desc) -> tuple[tuple, Any, str]:
     """A host TensorDescriptor: the kernel is specialized for its element type, block shape and
-    padding; its base, shape and strides are passed at run time (see ``expand_descriptors``)."""
+    padding; its base, shape and strides are passed at run time (see ``expand_composites``)."""
     from ..language.tensor_descriptor import tensor_descriptor_type
 
     view = tensor_view(desc.base)
@@ -197,22 +199,69 @@ def _specialize_descriptor(desc) -> tuple[tuple, Any, str]:
     return ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding, view.device), spec, view.device
 
 
-def expand_descriptors(specs: dict, values: dict) -> tuple[dict, dict]:
-    """``specs`` and ``values`` (parameter name -> spec, value) with each tensor-descriptor
-    argument's parts added under the names of their IR parameters (``name.base``, ``name.shape0``...)."""
-    from ..language.tensor_descriptor import tensor_descriptor_type
+# tuples --------------------------------------------------------------------------------------------
+def _specialize_tuple(value: tuple, allow_constant_one: bool) -> Specialization:
+    """Each element specialized as an argument of its own. ``attrs`` are keyed by the suffix of each
+    element's IR parameter name (``.0``, ``.1.2``), which the caller appends to the parameter's name."""
+    from ..language.tuple_type import tuple_type
 
-    names = [n for n, spec in specs.items() if isinstance(spec, tensor_descriptor_type)]
+    elements, keys, attrs, device = [], [], {}, None
+    for index, item in enumerate(value):
+        try:
+            found = specialize(item, allow_constant_one)
+        except LaunchError as error:
+            raise LaunchError(f"element {index} of the tuple: {error}") from None
+        elements.append(found.spec)
+        keys.append(found.key)
+        if isinstance(found.spec, tuple_type):
+            attrs.update({f".{index}{suffix}": a for suffix, a in found.attrs.items()})
+        elif found.attrs:
+            attrs[f".{index}"] = found.attrs
+        device = device or found.device
+    factory = type(value) if hasattr(type(value), "_fields") else None  # a named tuple keeps its class
+    key = ("tuple", getattr(factory, "__qualname__", "tuple"), tuple(keys))
+    return Specialization(key, tuple_type(tuple(elements), factory), attrs, device)
+
+
+def _argument_parts(name: str, spec, value) -> list[tuple[str, Any, Any]]:
+    """(IR parameter name, spec, value) of each IR parameter argument ``name`` is passed as: a
+    tensor descriptor's base, shape and strides; a tuple's run-time elements; else itself."""
+    from ..language.core import constexpr
+    from ..language.tensor_descriptor import tensor_descriptor_type
+    from ..language.tuple_type import tuple_type
+
+    if isinstance(spec, tensor_descriptor_type):
+        if not _is_tensor_descriptor(value):
+            raise LaunchError(f"argument '{name}' was compiled as a tensor descriptor, but a "
+                              f"{type(value).__name__} was passed")
+        parts = [value.base, *value.shape, *value.strides[:-1]]
+        return [(part_name, ty, part) for (part_name, ty), part in zip(spec.ir_arguments(name), parts)]
+    if isinstance(spec, tuple_type):
+        if not isinstance(value, tuple) or len(value) != len(spec.elements):
+            raise LaunchError(f"argument '{name}' was compiled as a tuple of {len(spec.elements)} elements, but "
+                              f"{value!r} was passed")
+        out = []
+        for index, (element, item) in enumerate(zip(spec.elements, value)):
+            out.extend(_argument_parts(f"{name}.{index}", element, item))
+        return out
+    if isinstance(spec, constexpr):
+        return []
+    return [(name, spec, value)]
+
+
+def expand_composites(specs: dict, values: dict) -> tuple[dict, dict]:
+    """``specs`` and ``values`` (parameter name -> spec, value) with the parts of each argument passed
+    as several IR parameters (tensor descriptors, tuples) added under those parameters' names
+    (``name.base``, ``name.shape0``, ``name.0``...)."""
+    from ..language.tensor_descriptor import tensor_descriptor_type
+    from ..language.tuple_type import tuple_type
+
+    names = [n for n, spec in specs.items() if isinstance(spec, (tensor_descriptor_type, tuple_type))]
     if not names:
         return specs, values
     specs, values = dict(specs), dict(values)
     for name in names:
-        desc = values[name]
-        if not _is_tensor_descriptor(desc):
-            raise LaunchError(f"argument '{name}' was compiled as a tensor descriptor, but a "
-                              f"{type(desc).__name__} was passed")
-        parts = [desc.base, *desc.shape, *desc.strides[:-1]]
-        for (part_name, ty), part in zip(specs[name].ir_arguments(name), parts):
-            specs[part_name] = ty
-            values[part_name] = part
+        for part_name, spec, value in _argument_parts(name, specs[name], values[name]):
+            specs[part_name] = spec
+            values[part_name] = value
     return specs, values

@@ -13,6 +13,7 @@ from ..compiler.ir import types as T
 from ..compiler.source import JITCallable, parse_type
 from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
+from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize
 from .launch import LAUNCH_OPTIONS, backend_for, launch, normalize_grid, parse_options, without_internal_frames
@@ -192,7 +193,9 @@ class JITFunction(KernelInterface, JITCallable):
                 raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
             key.append(found.key)
             specs[p.name] = found.spec
-            if found.attrs:
+            if isinstance(found.spec, tuple_type):  # its elements' attributes, by parameter-name suffix
+                attrs.update({p.name + suffix: a for suffix, a in found.attrs.items()})
+            elif found.attrs:
                 attrs[p.name] = found.attrs
             devices.append(found.device)
         # read while compiling (the precision of fp32 tl.dot calls that name none; whether strict

@@ -17,7 +17,7 @@ from ..backends.base import Backend, KernelArgument, Options
 from ..compiler.ir import types as T
 from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
-from .arguments import expand_descriptors, tensor_view
+from .arguments import expand_composites, tensor_view
 
 # Launch options Triton accepts (with its defaults), and ``warmup``, which compiles without
 # launching. The backend's options record says which of them shape its code.
@@ -145,7 +145,7 @@ def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArg
     """The run-time arguments of ``kernel`` (IR parameter order) from ``values`` (name -> value),
     each pointer's memory checked against its compiled element type and the backend's devices."""
     arguments = []
-    specs, values = expand_descriptors(kernel.specs, values)
+    specs, values = expand_composites(kernel.specs, values)
     for name in kernel.ir.arg_names:
         ty = specs[name]
         value = values[name]
