@@ -116,10 +116,18 @@ def test_num_warps_and_num_stages_are_accepted():
         assert np.array_equal(out.numpy(), _axpy_ref(2.0, x, y))
 
 
-def test_empty_grid_launches_nothing():
+def test_empty_grid_launches_nothing_and_warns_once_at_the_launch_line():
+    import warnings
+
     out = torch.full((4,), 7.0)
-    _axpy_kernel[(0,)](out, out, out, 4, 1.0, BLOCK=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            _axpy_kernel[(0,)](out, out, out, 4, 1.0, BLOCK=4)
     assert out.tolist() == [7.0] * 4
+    messages = [w for w in caught if "zero dimension" in str(w.message)]
+    assert len(messages) == 1  # once per launch site
+    assert messages[0].filename == __file__ and f"test_runtime.py:{messages[0].lineno}" in str(messages[0].message)
 
 
 def test_wrong_number_of_arguments_is_a_launch_error():
@@ -505,3 +513,32 @@ def test_cli_run_script_importing_triton(tmp_path):
     expected = sum(i + 0.5 for i in range(1000))
     assert f"sum {expected}" in result.stdout
     assert "module tritium tritium.language" in result.stdout
+
+
+@triton.jit
+def _constexpr_block_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+
+
+def test_launch_mistakes_name_the_launch_line_and_the_parameter():
+    import inspect
+
+    x = torch.zeros(8)
+    cases = [
+        (lambda: _constexpr_block_kernel[(1,)](x, 8, BLOCK=torch.tensor(8)), "parameter 'BLOCK' is a tl.constexpr"),
+        (lambda: _constexpr_block_kernel[(1,)](x), "missing a required argument: 'n'"),
+        (lambda: _constexpr_block_kernel[(1, 1, 1, 1)](x, 8, BLOCK=8), "_constexpr_block_kernel[grid]: the grid must"),
+        (lambda: _constexpr_block_kernel[(1.5,)](x, 8, BLOCK=8), "the grid must be a tuple of up to 3 integers"),
+    ]
+    for launch, message in cases:
+        line = inspect.getsourcelines(launch)[1]
+        with pytest.raises(triton.LaunchError) as info:
+            launch()
+        text = str(info.value)
+        assert text.startswith(f"{__file__}:{line}: "), text
+        assert message in text
+    compiled = _constexpr_block_kernel.warmup(x, 8, BLOCK=8, grid=(1,))
+    with pytest.raises(triton.LaunchError) as info:
+        compiled[(1,)](x, 8, 4)  # a constexpr compiled in, launched with another value
+    assert str(info.value).startswith(f"{__file__}:")

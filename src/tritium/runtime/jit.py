@@ -15,8 +15,10 @@ from ..errors import LaunchError, TritonError
 from ..language.core import constexpr
 from ..language.tuple_type import tuple_type
 from . import compilation
-from .arguments import specialize
-from .launch import LAUNCH_OPTIONS, backend_for, launch, normalize_grid, parse_options, without_internal_frames
+from .arguments import specialize, tensor_view
+from .launch import (
+    LAUNCH_OPTIONS, at_launch_site, backend_for, launch, normalize_grid, parse_options, without_internal_frames,
+)
 
 __all__ = ["CompiledKernel", "JITFunction", "KernelInterface", "KernelParam", "LAUNCH_OPTIONS", "jit"]
 
@@ -159,7 +161,8 @@ class JITFunction(KernelInterface, JITCallable):
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise LaunchError(f"{self.__name__}[grid](...): {e}") from None
+            raise LaunchError(f"{self.__name__}[grid](...): {e}; {self.__name__} takes "
+                              f"({', '.join(self.arg_names)})") from None
         bound.apply_defaults()
         return dict(bound.arguments), options
 
@@ -179,6 +182,11 @@ class JITFunction(KernelInterface, JITCallable):
             value = values[p.name]
             if i in self.constexprs:
                 raw = value.value if isinstance(value, constexpr) else value
+                if tensor_view(raw) is not None:
+                    raise LaunchError(f"{self.__name__}[grid](...): parameter '{p.name}' is a tl.constexpr, which "
+                                      f"takes a Python value (an int, float, bool, str, dtype or tuple), but a "
+                                      f"{type(raw).__name__} was passed; pass e.g. {p.name}=int(t) or drop the "
+                                      "tl.constexpr annotation to pass a tensor")
                 if isinstance(raw, T.dtype) or isinstance(raw, (bool, int, float, str, type(None), tuple)):
                     key.append(("constexpr", type(raw).__name__, raw))
                 else:
@@ -270,6 +278,8 @@ class JITFunction(KernelInterface, JITCallable):
     def run(self, *args, grid, **kwargs):
         try:
             return self._run(args, grid, kwargs)
+        except LaunchError as error:
+            raise without_internal_frames(at_launch_site(error)) from error.__cause__
         except TritonError as error:
             raise without_internal_frames(error) from error.__cause__
 
@@ -281,7 +291,7 @@ class JITFunction(KernelInterface, JITCallable):
             return kernel
         meta = dict(values)
         meta.update(options)
-        grid3 = normalize_grid(grid, meta)
+        grid3 = normalize_grid(grid, meta, self.__name__)
         launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import inspect
 import operator
+import os
+import sys
+import warnings
 from typing import Iterable, Optional
 
 from .. import config
@@ -52,7 +55,15 @@ def parse_options(backend: Backend, options: dict) -> Options:
     return parsed
 
 
-def normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
+def normalize_grid(grid, meta: dict, name: str = "kernel") -> tuple[int, int, int]:
+    """The launch grid as three dimensions; ``name`` (the kernel's) prefixes the errors."""
+    try:
+        return _normalize_grid(grid, meta)
+    except LaunchError as error:
+        raise LaunchError(f"{name}[grid]: {error}") from None
+
+
+def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
     if callable(grid):
         grid = grid(meta)
     if isinstance(grid, int) or hasattr(grid, "__index__") and not isinstance(grid, (tuple, list)):
@@ -69,6 +80,65 @@ def normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
     while len(dims) < 3:
         dims.append(1)
     return dims[0], dims[1], dims[2]
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tritium package's folder
+
+
+def _user_frame():
+    """The innermost frame outside tritium: where the user launched the kernel (through an
+    autotuner, heuristics or a compiled kernel, whichever frames of ours lie between)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE + os.sep) and not filename.startswith("<frozen"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _launched_by_tritium() -> bool:
+    """True when the launch comes from tritium's own code (tritium.ops), not through the runtime
+    from the user's: the first frame outside runtime/ is in the tritium package."""
+    runtime = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(runtime):
+        frame = frame.f_back
+    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep)
+
+
+def launch_site() -> Optional[str]:
+    """``file:line`` of the user's launch, or None when no frame outside tritium is found."""
+    frame = _user_frame()
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def at_launch_site(error: LaunchError) -> LaunchError:
+    """``error`` with the user's launch ``file:line`` in front of its message (once)."""
+    if not getattr(error, "launch_site", None):
+        site = launch_site()
+        if site is not None:
+            error.launch_site = site
+            error.args = (f"{site}: {error.args[0] if error.args else ''}",) + tuple(error.args[1:])
+    return error
+
+
+_WARNED_EMPTY_GRIDS: set = set()
+
+
+def warn_empty_grid(name: str, grid3: tuple[int, int, int]) -> None:
+    """A grid with a zero dimension is legal (empty inputs launch one) but runs nothing: say so once
+    per launch site, as a warning at the user's line. tritium's own ops launch empty grids for empty
+    tensors on purpose: no warning for those."""
+    if _launched_by_tritium():
+        return
+    frame = _user_frame()
+    filename, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
+    if (filename, line, name) in _WARNED_EMPTY_GRIDS:
+        return
+    _WARNED_EMPTY_GRIDS.add((filename, line, name))
+    warnings.warn_explicit(f"{filename}:{line}: {name}[grid] launched with grid {grid3}, which has a zero "
+                           "dimension: no program runs", RuntimeWarning, filename, line)
 
 
 def without_internal_frames(error: BaseException) -> BaseException:
@@ -96,7 +166,14 @@ def _signature(kernel) -> inspect.Signature:
 
 def launch_direct(kernel, grid, args, kwargs):
     """``compiled[grid](*args, **kwargs)``: every parameter given (constexprs included, as Triton's
-    compiled kernels take them) or only the run-time ones."""
+    compiled kernels take them) or only the run-time ones. A mistake is reported at the user's line."""
+    try:
+        return _launch_direct(kernel, grid, args, kwargs)
+    except LaunchError as error:
+        raise without_internal_frames(at_launch_site(error)) from error.__cause__
+
+
+def _launch_direct(kernel, grid, args, kwargs):
     if kernel.fn is None:
         raise LaunchError(f"compiled kernel {kernel.name} was not made from a kernel function and cannot be launched")
     signature = _signature(kernel)
@@ -135,7 +212,7 @@ def launch_direct(kernel, grid, args, kwargs):
     meta = dict(values)
     meta.update(kernel.options.as_dict() if kernel.options is not None else {})
     try:
-        launch(kernel, normalize_grid(grid, meta), values, debug=debug)
+        launch(kernel, normalize_grid(grid, meta, kernel.name), values, debug=debug)
     except TritonError as error:
         raise without_internal_frames(error) from error.__cause__
     return kernel
@@ -177,6 +254,7 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
     backend = registry.get(kernel.backend)
     arguments = kernel_arguments(kernel, values, backend.devices)
     if grid3[0] * grid3[1] * grid3[2] == 0:
+        warn_empty_grid(kernel.name, grid3)
         return
     if debug is None:
         debug = getattr(kernel.fn, "debug", None)
