@@ -96,38 +96,28 @@ def _floordiv(op: Operation) -> Optional[Value]:
     return lhs if _is_integer(lhs) and _is(rhs, 1) else None
 
 
-def _and(op: Operation) -> Optional[Value]:
-    lhs, rhs = _lhs_rhs(op)
-    if not _is_integer(lhs):
+def _bitwise(identity_is_all_ones: bool, absorbing: bool):
+    """A rule for ``and``/``or``/``xor`` on integers: ``x op identity`` is x; ``x op absorbing`` is
+    the absorbing constant (and: identity all ones, absorbing 0; or: the reverse; xor: none)."""
+    def rule(op: Operation) -> Optional[Value]:
+        lhs, rhs = _lhs_rhs(op)
+        if not _is_integer(lhs):
+            return None
+        for x, other in ((lhs, rhs), (rhs, lhs)):
+            ones = _is(other, _all_ones(x))
+            zero = _is(other, 0)
+            if ones if identity_is_all_ones else zero:
+                return x
+            if absorbing and (zero if identity_is_all_ones else ones):
+                return other
         return None
-    for x, other in ((lhs, rhs), (rhs, lhs)):
-        if _is(other, _all_ones(x)):
-            return x
-        if _is(other, 0):
-            return other
-    return None
+
+    return rule
 
 
-def _or(op: Operation) -> Optional[Value]:
-    lhs, rhs = _lhs_rhs(op)
-    if not _is_integer(lhs):
-        return None
-    for x, other in ((lhs, rhs), (rhs, lhs)):
-        if _is(other, 0):
-            return x
-        if _is(other, _all_ones(x)):
-            return other
-    return None
-
-
-def _xor(op: Operation) -> Optional[Value]:
-    lhs, rhs = _lhs_rhs(op)
-    if not _is_integer(lhs):
-        return None
-    for x, other in ((lhs, rhs), (rhs, lhs)):
-        if _is(other, 0):
-            return x
-    return None
+_and = _bitwise(identity_is_all_ones=True, absorbing=True)
+_or = _bitwise(identity_is_all_ones=False, absorbing=True)
+_xor = _bitwise(identity_is_all_ones=False, absorbing=False)
 
 
 def _shift(op: Operation) -> Optional[Value]:
