@@ -54,12 +54,12 @@ def _launch(kernel, n=50):
 
 
 # the registry ------------------------------------------------------------------------------------------
-def test_the_interpreter_is_the_registered_backend_for_host_memory():
-    assert registry.names() == ["interpreter"]
+def test_the_interpreter_is_the_first_registered_backend_for_host_memory():
+    assert registry.names() == ["interpreter", "cpu"]
     backend = registry.get("interpreter")
     assert isinstance(backend, Backend) and backend.is_available()
     assert backend.devices == {"cpu"} and backend.stages == ("ttir",) and backend.cached_stages == ()
-    assert [b.name for b in registry.available("cpu")] == ["interpreter"]
+    assert [b.name for b in registry.available("cpu")] == ["interpreter", "cpu"]
     assert registry.available("cuda") == []
     compiled = _launch(triton.jit(scale_kernel.fn))
     assert compiled.backend == "interpreter"
@@ -68,7 +68,7 @@ def test_the_interpreter_is_the_registered_backend_for_host_memory():
 
 def test_an_unknown_backend_name_lists_the_registered_ones(monkeypatch):
     monkeypatch.setenv("TRITIUM_BACKEND", "llvm")
-    with pytest.raises(LaunchError, match=r"there is no backend 'llvm'; the backends are interpreter \(serves cpu\)"):
+    with pytest.raises(LaunchError, match=r"there is no backend 'llvm'; the backends are interpreter \(serves cpu\); cpu \(serves cpu\)"):
         _launch(triton.jit(scale_kernel.fn))
     monkeypatch.setenv("TRITIUM_BACKEND", "Interpreter")  # names are case-insensitive
     _launch(triton.jit(scale_kernel.fn))

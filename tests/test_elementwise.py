@@ -553,11 +553,13 @@ def _libm_rounded(fn, v: float) -> float:
 
 
 @pytest.mark.parametrize("fn", ["exp", "exp2", "erf"])
-def test_fp32_math_is_fp64_libm_rounded_once(fn):
-    """fp32 exp/exp2/erf are computed in fp64 and rounded once: bit for bit what C's functions give
-    for the widened argument, rounded to fp32, across the range where the result goes from 0
-    through subnormals to inf (exp, exp2) or to +-1 (erf), and at the thresholds. Oracle: Python's
-    math module (the C library)."""
+def test_fp32_math_is_fp64_libm_rounded_once(fn, monkeypatch):
+    """The interpreter's fp32 exp/exp2/erf are computed in fp64 and rounded once: bit for bit what C's
+    functions give for the widened argument, rounded to fp32, across the range where the result goes
+    from 0 through subnormals to inf (exp, exp2) or to +-1 (erf), and at the thresholds. Oracle:
+    Python's math module (the C library). (The compiled CPU backend's own polynomials are held to
+    their ulp bounds by test_fp32_math_within_one_ulp and tests/backends/test_llvm_math.py.)"""
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
     r = rng()
     low, high = {"exp": (-105.0, 89.0), "exp2": (-151.0, 128.5), "erf": (-5.0, 5.0)}[fn]
     x = np.concatenate([r.uniform(low, high, 20_000), r.standard_normal(5_000) * 4,
@@ -577,7 +579,12 @@ def test_math_special_values():
             # evaluated in fp64 (torch for erf) and rounded once: the specials are exact either way
             wide = ref(torch.from_numpy(x.astype(np.float64))) if fn == "erf" else ref(x.astype(np.float64))
             expected = np.asarray(wide).astype(np.float32)
-            assert_bits_equal(run_unary(fn, x, block=8), expected, fn)
+            got = run_unary(fn, x, block=8)
+            assert_bits_equal(got[:5], expected[:5], fn)  # inf, -inf, nan, +0, -0: exact on every backend
+            if np.isnan(expected[5]):
+                assert np.isnan(got[5]), fn
+            else:  # -1: within the ulp bound of a compiled backend's polynomial
+                assert ulp_distance_fp32(got[5:], expected[5:]).max() <= 1, fn
 
 
 def test_sigmoid_fp32_and_fp64():

@@ -16,6 +16,7 @@ from .base import Backend
 # name -> "module:Class", in order of preference.
 BACKENDS: dict[str, str] = {
     "interpreter": "tritium.backends.interpreter:InterpreterBackend",
+    "cpu": "tritium.backends.cpu:CPUBackend",
 }
 
 _loaded: dict[str, Backend] = {}

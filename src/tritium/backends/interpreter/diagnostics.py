@@ -19,35 +19,38 @@ def exec_print(ex, op, args, active):
     """Prints as compiled Triton does, one line per element (and operand):
     ``pid (x, y, z) idx (i, j) prefix value``; ``idx ()`` for scalars; ``(operand n)`` when there
     are several values; floats as C's %f; hex as 0x with the type's width in digits."""
-    prefix = op.attrs["prefix"].strip()
-    label = f" {prefix}" if prefix else ":"
     programs = range(ex.batch) if active is None else np.flatnonzero(active)
     for p in programs:
-        x, y, z = ex.program_of_lane(int(p))
-        head = f"pid ({x}, {y}, {z})"
-        if not op.operands:
-            print(f"{head} {prefix}")
-            continue
-        for lane_values in _print_lanes(ex, op, args, int(p)):
-            for n, (index, value, ty) in enumerate(lane_values):
-                operand = f" (operand {n})" if len(op.operands) > 1 else ""
-                print(f"{head} idx ({index}){label}{operand} {_format_scalar(value, ty, op.attrs['hex'])}")
+        values = [np.asarray(_full(arg, value.type, ex.batch))[int(p)] for value, arg in zip(op.operands, args)]
+        for line in format_print_lines(op, ex.program_of_lane(int(p)), values):
+            print(line)
     return []
 
 
-def _print_lanes(ex, op, args, program: int):
-    """Per lane, each operand's (index text, value, type)."""
+def format_print_lines(op, pid, values) -> list[str]:
+    """The lines a ``print`` op writes for one program: ``values`` holds each operand's lanes in
+    that program (an array of the operand's shape). Compiled backends print through this too."""
+    prefix = op.attrs["prefix"].strip()
+    label = f" {prefix}" if prefix else ":"
+    x, y, z = pid
+    head = f"pid ({x}, {y}, {z})"
+    if not op.operands:
+        return [f"{head} {prefix}"]
     columns = []
-    for value, arg in zip(op.operands, args):
+    for value, full in zip(op.operands, values):
         shape = T.shape_of(value.type)
-        full = np.asarray(_full(arg, value.type, ex.batch))[program]
         widths = [len(str(max(0, n - 1))) for n in shape]
         column = []
         for index, element in (np.ndenumerate(full) if shape else [((), full)]):
             text = ", ".join(f"{i:{w}}" for i, w in zip(index, widths))
             column.append((text, element, value.type.scalar))
         columns.append(column)
-    return zip(*columns)
+    lines = []
+    for lane_values in zip(*columns):
+        for n, (index, value, ty) in enumerate(lane_values):
+            operand = f" (operand {n})" if len(op.operands) > 1 else ""
+            lines.append(f"{head} idx ({index}){label}{operand} {_format_scalar(value, ty, op.attrs['hex'])}")
+    return lines
 
 
 def _format_scalar(value, ty, hex_format: bool) -> str:

@@ -1,0 +1,108 @@
+"""The native CPU backend: the tile IR compiled through LLVM for the host CPU, launched in-process.
+
+Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "asm" (the optimized
+machine code as text) and "obj" (the object file, kept in the disk cache: keyed by the IR, the
+backend version, the options and the host CPU's name and features). Placement, checks and the
+launch are described in docs/cpu-backend.md.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Mapping, Optional, Union
+
+from ...compiler.analysis.effects import needs_program_order
+from ...compiler.ir import types as T
+from ...compiler.ir.ops import Function
+from ...compiler.ir.spec import SPEC
+from ...errors import CompilationError, TritonError
+from ..base import Backend, GPUTarget, Options
+from . import codegen
+
+NAME = "cpu"
+
+
+def _largest_block(fn: Function) -> int:
+    largest = 1
+    for op in fn.walk():
+        for r in op.results:
+            if isinstance(r.type, T.block_type):
+                largest = max(largest, r.type.numel)
+    return largest
+
+
+class CPUBackend(Backend):
+    """Compiled code for the host CPU, threaded over the grid, every access checked."""
+
+    name = NAME
+    version = "1"
+    devices = frozenset({"cpu"})
+    stages = ("ttir", "llir", "asm", "obj")
+    cached_stages = ("obj",)
+    unsupported_opcodes = {
+        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
+        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
+    }
+
+    def unavailable_reason(self) -> Optional[str]:
+        try:
+            import llvmlite.binding  # noqa: F401
+        except ImportError:
+            return "llvmlite is not installed (pip install llvmlite)"
+        return None
+
+    def lowered_opcodes(self) -> frozenset[str]:
+        from ..llvm import scalar
+
+        handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
+        return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC) - {"region", "op"})
+
+    def default_target(self) -> GPUTarget:
+        from . import jit
+
+        triple, cpu, features = jit.host_cpu()
+        digest = hashlib.sha256(features.encode()).hexdigest()[:12]
+        return GPUTarget("cpu", f"{cpu}-{digest}", 1)
+
+    def parse_options(self, options) -> Options:
+        return Options(**{**super().parse_options(options).as_dict(), "debug": None})
+
+    def compile(self, fn: Function, options: Options, target: GPUTarget):
+        from . import jit
+
+        triple, _, _ = jit.host_cpu()
+        generator = codegen.Codegen(fn, triple)
+        try:
+            module = generator.build()
+        except (codegen.UnsupportedOp, NotImplementedError) as error:
+            op = getattr(generator, "current", None)
+            raise CompilationError(getattr(op, "loc", None),
+                                   f"the cpu backend cannot compile {error} in kernel '{fn.name}' yet",
+                                   "run it on the interpreter: TRITIUM_BACKEND=interpreter") from None
+        except TritonError:
+            raise
+        except Exception as error:
+            op = getattr(generator, "current", None)
+            raise CompilationError(getattr(op, "loc", None), f"internal error in the cpu backend while compiling the "
+                                   f"{getattr(op, 'opcode', '?')} op of kernel '{fn.name}': {type(error).__name__}: "
+                                   f"{error}", "this is a bug in tritium; run the kernel on the interpreter meanwhile: "
+                                   "TRITIUM_BACKEND=interpreter") from error
+        llir = str(module)
+        optimized = jit.optimize(llir)
+        obj, asm = jit.emit(optimized)
+        return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "asm": asm, "obj": obj})
+
+    def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
+        from . import jit
+
+        triple, _, _ = jit.host_cpu()
+        generator = codegen.Codegen(fn, triple)
+        generator.build()  # the op table and pointer facts the launcher reports errors with
+        return self._executable(fn, generator, {"ttir": str(fn), "obj": asm["obj"]})
+
+    def _executable(self, fn, generator, stages):
+        from . import jit, launcher
+
+        launcher.register_print_hook()
+        loaded = jit.LoadedObject(stages["obj"])
+        return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
+                                   _largest_block(fn), needs_program_order(fn))

@@ -1,0 +1,1357 @@
+"""The tile IR of one kernel as an LLVM module for the host CPU.
+
+Placement (docs/cpu-backend.md): a block value is never one LLVM vector. Each block value is
+either *lazy* -- an expression of its operands evaluated lane by lane inside the loop of the op
+that consumes it (index arithmetic, splats, broadcasts, elementwise chains) -- or held in a
+*buffer*: a 64-byte aligned stack array, row-major (or a strided view of one), written where the
+value is defined. Loads, reductions, scans, dot, atomics, loop-carried and ``if`` results are
+buffers; a lazy value used twice that is not index arithmetic becomes one too, so it is computed
+once. Every loop over a block is a plain counted loop over its dimensions, the last innermost;
+LLVM's loop vectorizer turns it into native-width vector code.
+
+Memory accesses: the axis analysis's contiguity of a pointer block along its last dimension
+splits that dimension into runs; the pointer of a run's first lane is computed once and the run
+is accessed at consecutive addresses (vector loads and stores). Before touching memory, a check
+loop computes, over all active lanes, whether any points outside its tensor (or is misaligned)
+and whether every lane is active: a bad lane records an error (op, program, lane, address) and
+stops the program; an all-active block runs the access without masks.
+
+The module has two functions: ``program`` (one program of the grid) and ``grid`` (programs
+``[first, last)`` in linear order, x fastest, the first failing one stopping the range).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import llvmlite.ir as ir
+
+from ...compiler.analysis.axis_info import AxisInfoMap, analyze_axis_info
+from ...compiler.ir import types as T
+from ...compiler.ir.ops import Function, Operation, Region, Value
+from ..llvm import casts
+from ..llvm import scalar as lanes
+from ..llvm.types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, item_size, memory_type, register_type
+
+# error codes in the error record: [code, op index, pid x, pid y, pid z, lane, address, extra]
+ERROR_OUT_OF_BOUNDS = 1
+ERROR_ASSERT = 2
+ERROR_GATHER_INDEX = 3
+ERROR_HISTOGRAM_VALUE = 4
+ERROR_RECORD_SLOTS = 8
+
+# args block: [grid x, grid y, grid z, kernel token (for prints), then per run-time argument one slot, then per pointer
+# argument its [low, high) byte range]
+HEADER_SLOTS = 4
+# The function a print op calls: (kernel token, op index, pid x, y, z, pointers to each operand's lanes).
+PRINT_SYMBOL = "tritium_cpu_print"
+
+_CHEAP = frozenset({"arange", "splat", "broadcast", "reshape", "permute", "hint", "constant", "flip", "join",
+                    "split", "cat"})
+_LAZY = frozenset(lanes.LOWER) | frozenset({"arange", "splat", "broadcast", "reshape", "permute", "hint", "flip",
+                                            "join", "split", "cat", "constant"})
+
+
+class UnsupportedOp(Exception):
+    """An op this backend cannot lower (yet); the compiler turns it into a CompilationError at its line."""
+
+
+def _shape(ty) -> tuple[int, ...]:
+    return tuple(ty.shape) if isinstance(ty, T.block_type) else ()
+
+
+def _strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+@dataclass
+class Buffer:
+    """A block value in memory: ``pointer`` to its elements (memory type of ``dtype``), ``strides``
+    in elements per dimension (a view of another buffer may have any strides)."""
+
+    pointer: ir.Value
+    dtype: object
+    shape: tuple
+    strides: tuple
+
+
+class Codegen:
+    def __init__(self, fn: Function, target_triple: str, data_layout: str = ""):
+        self.fn = fn
+        self.module = ir.Module(name=fn.name)
+        self.module.triple = target_triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self.axis = analyze_axis_info(fn)
+        self.ops: list[Operation] = []  # op index -> op, for error records
+        self.op_index: dict[int, int] = {}
+        self.uses: dict[int, int] = {}
+        self.pointer_args: list[int] = []  # argument index of each pointer argument
+        self.provenance: dict[int, Optional[int]] = {}  # value id -> pointer argument position
+        self._count_uses(fn.body, depth=0, defined_depth={})
+        self._trace_provenance(fn.body)
+
+    # analysis ------------------------------------------------------------------------------------
+    def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
+        for arg in region.args:
+            defined_depth[arg.id] = depth
+        for op in region.ops:
+            for operand in op.operands:
+                weight = 1 if defined_depth.get(operand.id, 0) == depth else 2  # used inside a loop/branch: twice
+                self.uses[operand.id] = self.uses.get(operand.id, 0) + weight
+            for inner in op.regions:
+                self._count_uses(inner, depth + 1, defined_depth)
+            for r in op.results:
+                defined_depth[r.id] = depth
+
+    def _trace_provenance(self, region: Region) -> None:
+        args = self.fn.args
+        for i, a in enumerate(args):
+            if isinstance(a.type, T.pointer_type):
+                self.provenance[a.id] = len(self.pointer_args)
+                self.pointer_args.append(i)
+        changed = True
+        while changed:  # loops carry pointers: iterate to a fixpoint
+            changed = False
+            for op in self.fn.walk():
+                if op.opcode in ("addptr", "splat", "broadcast", "reshape", "hint", "permute", "flip", "cat", "join",
+                                 "split", "bitcast"):
+                    sources = [op.operands[0]] if op.opcode not in ("cat", "join") else op.operands[:2]
+                    changed |= self._merge(op.results, sources)
+                elif op.opcode == "select":
+                    changed |= self._merge(op.results, op.operands[1:3])
+                elif op.opcode in ("for", "while", "if"):
+                    changed |= self._carry(op)
+
+    _UNKNOWN = -1
+
+    def _merge(self, results, sources) -> bool:
+        known = [self.provenance.get(s.id) for s in sources]
+        if any(k is None for k in known) and not all(k is None for k in known):
+            value = self._UNKNOWN if any(k == self._UNKNOWN for k in known if k is not None) else None
+            if value is None:
+                return False  # wait for the others
+        else:
+            value = None
+        kinds = {k for k in known if k is not None}
+        if not kinds:
+            return False
+        merged = kinds.pop() if len(kinds) == 1 else self._UNKNOWN
+        changed = False
+        for r in results:
+            if not isinstance(r.type.scalar, T.pointer_type):
+                continue
+            old = self.provenance.get(r.id)
+            new = merged if old is None or old == merged else self._UNKNOWN
+            if new != old:
+                self.provenance[r.id] = new
+                changed = True
+        return changed
+
+    def _carry(self, op: Operation) -> bool:
+        changed = False
+        if op.opcode == "for":
+            inits = op.operands[3:]
+            body = op.regions[0]
+            yields = body.terminator.operands if body.terminator else []
+            for i, init in enumerate(inits):
+                sources = [init] + ([yields[i]] if i < len(yields) else [])
+                changed |= self._merge([body.args[i + 1], op.results[i]], sources)
+        elif op.opcode == "if":
+            for i, r in enumerate(op.results):
+                sources = [reg.terminator.operands[i] for reg in op.regions if reg.terminator and reg.ops]
+                changed |= self._merge([r], sources)
+        elif op.opcode == "while":
+            before, after = op.regions
+            cond = before.terminator
+            yields = after.terminator.operands if after.terminator else []
+            for i, init in enumerate(op.operands):
+                sources = [init] + ([yields[i]] if i < len(yields) else [])
+                changed |= self._merge([before.args[i]], sources)
+            if cond is not None:
+                for i, v in enumerate(cond.operands[1:]):
+                    changed |= self._merge([after.args[i], op.results[i]], [v])
+        return changed
+
+    # module --------------------------------------------------------------------------------------
+    def build(self) -> ir.Module:
+        fn = self.fn
+        program_ty = ir.FunctionType(I32, [PTR, I32, I32, I32, I32, I32, I32, PTR])
+        program = ir.Function(self.module, program_ty, f"{fn.name}_program")
+        program.linkage = "internal"
+        program.attributes.add("alwaysinline")
+        self.function = program
+        args_block, *pid_and_grid, error = program.args
+        self.pids = pid_and_grid[:3]
+        self.nprogs = pid_and_grid[3:]
+        self.error = error
+        entry = program.append_basic_block("entry")
+        self.alloca_builder = ir.IRBuilder(entry)
+        body = program.append_basic_block("body")
+        self.b = ir.IRBuilder(body)
+        self.scalars: dict[int, ir.Value] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.bounds: list[tuple[ir.Value, ir.Value]] = []
+        self.memo: dict = {}
+        b = self.b
+        slot = HEADER_SLOTS
+        for i, a in enumerate(fn.args):
+            raw = b.load(b.gep(args_block, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
+            slot += 1
+            self.scalars[a.id] = self._unpack_argument(raw, a.type)
+        self.kernel_token = b.load(b.gep(args_block, [ir.Constant(I64, 3)], source_etype=I64), typ=I64)
+        for _ in self.pointer_args:
+            low = b.load(b.gep(args_block, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
+            high = b.load(b.gep(args_block, [ir.Constant(I64, slot + 1)], source_etype=I64), typ=I64)
+            slot += 2
+            self.bounds.append((low, high))
+        self.lower_region(fn.body)
+        if not b.block.is_terminated:
+            b.ret(ir.Constant(I32, 0))
+        self.alloca_builder.branch(body)
+        self._build_grid(program)
+        return self.module
+
+    def _unpack_argument(self, raw, ty):
+        b = self.b
+        if isinstance(ty, T.pointer_type):
+            return b.inttoptr(raw, PTR)
+        target = register_type(ty)
+        if target == F64:
+            return b.bitcast(raw, F64)
+        if target == F32:
+            return b.bitcast(b.trunc(raw, I32), F32)
+        return b.trunc(raw, target) if target.width < 64 else raw
+
+    def _build_grid(self, program) -> None:
+        ty = ir.FunctionType(I32, [PTR, I64, I64, PTR])
+        grid = ir.Function(self.module, ty, "tritium_grid")
+        args_block, first, last, error = grid.args
+        entry = grid.append_basic_block("entry")
+        loop = grid.append_basic_block("loop")
+        failed = grid.append_basic_block("failed")
+        latch = grid.append_basic_block("latch")
+        done = grid.append_basic_block("done")
+        b = ir.IRBuilder(entry)
+        dims = [b.load(b.gep(args_block, [ir.Constant(I64, d)], source_etype=I64), typ=I64) for d in range(3)]
+        b.cbranch(b.icmp_signed("<", first, last), loop, done)
+        b.position_at_end(loop)
+        linear = b.phi(I64)
+        linear.add_incoming(first, entry)
+        x = b.urem(linear, dims[0])
+        rest = b.udiv(linear, dims[0])
+        y = b.urem(rest, dims[1])
+        z = b.udiv(rest, dims[1])
+        narrow = [b.trunc(v, I32) for v in (x, y, z)] + [b.trunc(v, I32) for v in dims]
+        status = b.call(program, [args_block, *narrow, error])
+        b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, latch)
+        b.position_at_end(latch)
+        following = b.add(linear, ir.Constant(I64, 1))
+        linear.add_incoming(following, latch)
+        b.cbranch(b.icmp_signed("<", following, last), loop, done)
+        b.position_at_end(failed)
+        b.ret(status)
+        b.position_at_end(done)
+        b.ret(ir.Constant(I32, 0))
+
+    # regions -------------------------------------------------------------------------------------
+    def lower_region(self, region: Region) -> list:
+        """Lowers the ops of ``region`` (its arguments already bound); returns the values of its
+        terminator's operands (as Values: the caller reads them)."""
+        for op in region.ops:
+            if op.opcode in ("yield", "condition"):
+                return op
+            self.current = op
+            self.op_index.setdefault(id(op), len(self.ops))
+            if len(self.ops) == self.op_index[id(op)]:
+                self.ops.append(op)
+            self.lower_op(op)
+        return None
+
+    def lower_op(self, op: Operation) -> None:
+        handler = getattr(self, f"lower_{op.opcode}", None)
+        if handler is not None:
+            handler(op)
+            return
+        if op.opcode in lanes.LOWER:
+            if all(not isinstance(r.type, T.block_type) for r in op.results):
+                self._lower_scalar(op)
+                return
+            if self._needs_buffer(op):
+                self.materialize_op(op)
+            return  # lazy
+        raise UnsupportedOp(f"the {op.opcode} op")
+
+    def _lower_scalar(self, op: Operation) -> None:
+        args = [self.scalars[o.id] for o in op.operands]
+        result = lanes.lower_op(self.b, op, args)
+        for r, v in zip(op.results, result if isinstance(result, list) else [result]):
+            self.scalars[r.id] = v
+
+    def _needs_buffer(self, op: Operation) -> bool:
+        if op.opcode in _CHEAP:
+            return False
+        result = op.results[0]
+        scalar = result.type.scalar
+        index_like = not scalar.is_floating() and op.opcode not in ("libdevice",)
+        if index_like and op.opcode not in ("floordiv", "mod", "umulhi"):
+            return False
+        return self.uses.get(result.id, 0) >= 2
+
+    # lanes of block values -----------------------------------------------------------------------
+    def value_at(self, v: Value, idx: tuple) -> ir.Value:
+        """The lane ``idx`` (one i64 per dimension) of ``v``, in its register type."""
+        if not isinstance(v.type, T.block_type):
+            return self.scalars[v.id]
+        buffer = self.buffers.get(v.id)
+        if buffer is not None:
+            return self.load_buffer(buffer, idx)
+        key = (v.id, tuple(id(i) for i in idx))
+        cached = self.memo.get(key)
+        if cached is not None:
+            return cached
+        result = self._evaluate(v, idx)
+        self.memo[key] = result
+        return result
+
+    def _evaluate(self, v: Value, idx: tuple) -> ir.Value:
+        op = v.owner
+        if op is None:
+            raise AssertionError(f"block region argument {v} has no buffer")
+        b = self.b
+        shape = _shape(v.type)
+        opcode = op.opcode
+        if opcode == "arange":
+            return b.add(b.trunc(idx[0], I32), ir.Constant(I32, op.attrs["start"]))
+        if opcode == "splat":
+            return self.value_at(op.operands[0], ())
+        if opcode == "constant":
+            return constant(v.type.scalar, op.attrs["value"])
+        if opcode == "broadcast":
+            source = _shape(op.operands[0].type)
+            mapped = tuple(ir.Constant(I64, 0) if s == 1 and n != 1 else i for i, s, n in zip(idx, source, shape))
+            return self.value_at(op.operands[0], mapped)
+        if opcode == "reshape":
+            return self.value_at(op.operands[0], self._reshaped_index(idx, shape, _shape(op.operands[0].type)))
+        if opcode == "permute":
+            order = op.attrs["order"]
+            source = [None] * len(order)
+            for i, o in enumerate(order):
+                source[o] = idx[i]
+            return self.value_at(op.operands[0], tuple(source))
+        if opcode == "hint":
+            return self.value_at(op.operands[0], idx)
+        if opcode == "flip":
+            axis = op.attrs["axis"]
+            flipped = list(idx)
+            flipped[axis] = b.sub(ir.Constant(I64, shape[axis] - 1), idx[axis])
+            return self.value_at(op.operands[0], tuple(flipped))
+        if opcode == "join":
+            inner = idx[:-1]
+            left = self.value_at(op.operands[0], inner)
+            right = self.value_at(op.operands[1], inner)
+            return b.select(b.icmp_unsigned("==", idx[-1], ir.Constant(I64, 0)), left, right)
+        if opcode == "split":
+            which = op.results.index(v)
+            return self.value_at(op.operands[0], tuple(idx) + (ir.Constant(I64, which),))
+        if opcode == "cat":
+            axis = op.attrs["axis"]
+            n = _shape(op.operands[0].type)[axis]
+            first = b.icmp_unsigned("<", idx[axis], ir.Constant(I64, n))
+            left_idx = list(idx)
+            left_idx[axis] = b.select(first, idx[axis], ir.Constant(I64, 0))
+            right_idx = list(idx)
+            right_idx[axis] = b.select(first, ir.Constant(I64, 0), b.sub(idx[axis], ir.Constant(I64, n)))
+            return b.select(first, self.value_at(op.operands[0], tuple(left_idx)),
+                            self.value_at(op.operands[1], tuple(right_idx)))
+        if opcode in lanes.LOWER:
+            args = [self.value_at(o, idx) for o in op.operands]
+            result = lanes.lower_op(b, op, args)
+            if isinstance(result, list):
+                return result[op.results.index(v)]
+            return result
+        raise AssertionError(f"the {opcode} op's result has no buffer")
+
+    def _reshaped_index(self, idx, shape, source):
+        b = self.b
+        if len(shape) == 0:
+            return tuple(ir.Constant(I64, 0) for _ in source)
+        squeezed = [i for i, n in zip(idx, shape) if n != 1]
+        if [n for n in shape if n != 1] == [n for n in source if n != 1]:
+            it = iter(squeezed)
+            return tuple(next(it) if n != 1 else ir.Constant(I64, 0) for n in source)
+        linear = self.linear(idx, _strides(shape))
+        result = []
+        for n, stride in zip(source, _strides(source)):
+            if n == 1:
+                result.append(ir.Constant(I64, 0))
+            else:
+                result.append(b.and_(b.lshr(linear, ir.Constant(I64, stride.bit_length() - 1)), ir.Constant(I64, n - 1)))
+        return tuple(result)
+
+    def linear(self, idx, strides) -> ir.Value:
+        b = self.b
+        total = None
+        for i, s in zip(idx, strides):
+            if isinstance(i, ir.Constant) and i.constant == 0:
+                continue
+            term = i if s == 1 else b.mul(i, ir.Constant(I64, s))
+            total = term if total is None else b.add(total, term)
+        return total if total is not None else ir.Constant(I64, 0)
+
+    # buffers -------------------------------------------------------------------------------------
+    def alloca(self, dtype, count: int) -> ir.Value:
+        ty = memory_type(dtype)
+        pointer = self.alloca_builder.alloca(ir.ArrayType(ty, max(1, count)))
+        pointer.align = 64
+        pointer.type = PTR  # llvmlite types allocas as typed pointers; the module uses opaque ones
+        return pointer
+
+    def scalar_slot(self, ty) -> ir.Value:
+        slot = self.alloca_builder.alloca(ty)
+        slot.type = PTR
+        return slot
+
+    def new_buffer(self, dtype, shape) -> Buffer:
+        count = 1
+        for n in shape:
+            count *= n
+        return Buffer(self.alloca(dtype, count), dtype, tuple(shape), _strides(shape))
+
+    def element_pointer(self, buffer: Buffer, idx) -> ir.Value:
+        return self.b.gep(buffer.pointer, [self.linear(idx, buffer.strides)], source_etype=memory_type(buffer.dtype))
+
+    def load_buffer(self, buffer: Buffer, idx) -> ir.Value:
+        b = self.b
+        value = b.load(self.element_pointer(buffer, idx), typ=memory_type(buffer.dtype))
+        return b.trunc(value, I1) if buffer.dtype.is_bool() and not buffer.dtype.is_ptr() else value
+
+    def store_buffer(self, buffer: Buffer, idx, value) -> None:
+        b = self.b
+        if buffer.dtype.is_bool() and not buffer.dtype.is_ptr():
+            value = b.zext(value, I8)
+        b.store(value, self.element_pointer(buffer, idx))
+
+    def materialize(self, v: Value) -> Buffer:
+        """``v`` in a buffer (written now when it is lazy)."""
+        buffer = self.buffers.get(v.id)
+        if buffer is not None:
+            return buffer
+        buffer = self.new_buffer(v.type.scalar, _shape(v.type))
+        self.fill(buffer, v)
+        self.buffers[v.id] = buffer
+        return buffer
+
+    def fill(self, buffer: Buffer, v: Value) -> None:
+        """Writes every lane of ``v`` into ``buffer`` (of ``v``'s shape)."""
+        self.loop_nest(buffer.shape, lambda idx: self.store_buffer(buffer, idx, self.value_at(v, idx)))
+
+    def materialize_op(self, op: Operation) -> None:
+        for r in op.results:
+            self.materialize(r)
+
+    # loops ---------------------------------------------------------------------------------------
+    def counted_loop(self, count, body) -> None:
+        """``for i in range(count): body(i)`` with i an i64 (count: a Python int >= 1 or an i64)."""
+        b = self.b
+        if isinstance(count, int):
+            if count == 1:
+                body(ir.Constant(I64, 0))
+                return
+            count = ir.Constant(I64, count)
+        pre = b.block
+        loop = self.function.append_basic_block("loop")
+        after = self.function.append_basic_block("loop_end")
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64)
+        i.add_incoming(ir.Constant(I64, 0), pre)
+        saved = dict(self.memo)
+        body(i)
+        self.memo = saved
+        following = b.add(i, ir.Constant(I64, 1))
+        i.add_incoming(following, b.block)
+        b.cbranch(b.icmp_signed("<", following, count), loop, after)
+        b.position_at_end(after)
+
+    def loop_nest(self, shape, body, prefix=()) -> None:
+        """``body(idx)`` for every index of ``shape`` in row-major order."""
+        if len(prefix) == len(shape):
+            body(tuple(prefix))
+            return
+        self.counted_loop(shape[len(prefix)], lambda i: self.loop_nest(shape, body, prefix + (i,)))
+
+    def run_nest(self, shape, run: int, at_run, body) -> None:
+        """As ``loop_nest``, the last dimension cut into runs of ``run`` lanes: ``at_run(idx of the run's
+        first lane)`` is called once per run and returns a state; ``body(idx, state, j)`` for each
+        lane j of the run."""
+        if not shape:
+            state = at_run(())
+            body((), state, ir.Constant(I64, 0))
+            return
+        outer = shape[:-1]
+        count = shape[-1] // run
+
+        def per_outer(prefix):
+            def per_run(k):
+                start = k if run == 1 else self.b.mul(k, ir.Constant(I64, run))
+                state = at_run(prefix + (start,))
+
+                def per_lane(j):
+                    lane = start if run == 1 else self.b.add(start, j)
+                    body(prefix + (lane,), state, j)
+
+                self.counted_loop(run, per_lane)
+
+            self.counted_loop(count, per_run)
+
+        self.loop_nest(outer, per_outer)
+
+    # control -------------------------------------------------------------------------------------
+    def fail(self, code: int, lane, address, extra=None) -> None:
+        """Writes the error record and returns 1 from the program (the current block ends)."""
+        b = self.b
+        fields = [ir.Constant(I64, code), ir.Constant(I64, self.op_index[id(self.current)])]
+        fields += [b.sext(p, I64) for p in self.pids]
+        fields += [lane if lane.type == I64 else b.sext(lane, I64), address,
+                   extra if extra is not None else ir.Constant(I64, 0)]
+        for n, value in enumerate(fields):
+            b.store(value, b.gep(self.error, [ir.Constant(I64, n)], source_etype=I64))
+        b.ret(ir.Constant(I32, 1))
+
+    def if_then(self, condition, emit) -> None:
+        """Runs ``emit()`` only where ``condition`` (an i1) holds; the builder continues after."""
+        b = self.b
+        then = self.function.append_basic_block("then")
+        after = self.function.append_basic_block("after")
+        b.cbranch(condition, then, after)
+        b.position_at_end(then)
+        saved = dict(self.memo)
+        emit()
+        self.memo = saved
+        if not b.block.is_terminated:
+            b.branch(after)
+        b.position_at_end(after)
+
+    def flag(self, initial: bool) -> ir.Value:
+        slot = self.scalar_slot(I1)
+        self.b.store(ir.Constant(I1, int(initial)), slot)
+        return slot
+
+    # memory access -------------------------------------------------------------------------------
+    def _run_length(self, pointer: Value) -> int:
+        shape = _shape(pointer.type)
+        if not shape:
+            return 1
+        info = self.axis.get(pointer)
+        if info is None:
+            return 1
+        run = info.contiguity[-1]
+        return run if run > 1 and shape[-1] % run == 0 else 1
+
+    def _in_bounds(self, pointer_value: Value, address, size: int):
+        """i1: the access of ``size`` bytes at ``address`` (i64) lies inside the tensor the pointer
+        came from (any pointer argument when that is not known) and is aligned."""
+        b = self.b
+        source = self.provenance.get(pointer_value.id)
+        ranges = [self.bounds[source]] if source is not None and source >= 0 else self.bounds
+        inside = ir.Constant(I1, 0)
+        for low, high in ranges:
+            ok = b.and_(b.icmp_unsigned(">=", address, low),
+                        b.icmp_unsigned("<=", b.add(address, ir.Constant(I64, size)), high))
+            inside = b.or_(inside, ok)
+        if size > 1:
+            aligned = b.icmp_unsigned("==", b.and_(address, ir.Constant(I64, size - 1)), ir.Constant(I64, 0))
+            inside = b.and_(inside, aligned)
+        return inside
+
+    def check_access(self, pointer: Value, mask: Optional[Value], dtype) -> Optional[ir.Value]:
+        """The check loop before an access; returns an i1 pointer-flag 'every lane is active' (None:
+        no mask). A bad lane fails the program with its record."""
+        b = self.b
+        shape = _shape(pointer.type)
+        size = item_size(dtype)
+        run = self._run_length(pointer) if mask is None else 1
+        bad = self.flag(False)
+        every = self.flag(True) if mask is not None else None
+
+        def at_run(idx):
+            if run == 1:
+                return None
+            first = b.ptrtoint(self.value_at(pointer, idx), I64)
+            last = b.add(first, ir.Constant(I64, (run - 1) * size))
+            ok = b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
+            b.store(b.or_(b.load(bad), b.not_(ok)), bad)
+            return None
+
+        def lane(idx, state, j):
+            if run > 1:
+                return
+            address = b.ptrtoint(self.value_at(pointer, idx), I64)
+            wrong = b.not_(self._in_bounds(pointer, address, size))
+            if mask is not None:
+                active = self.value_at(mask, idx)
+                wrong = b.and_(wrong, active)
+                b.store(b.and_(b.load(every), active), every)
+            b.store(b.or_(b.load(bad), wrong), bad)
+
+        if run > 1:
+            self._runs_only(shape, run, at_run)
+        else:
+            self.loop_nest(shape, lambda idx: lane(idx, None, None))
+        self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
+        return every
+
+    def _runs_only(self, shape, run, at_run) -> None:
+        outer = shape[:-1]
+        count = shape[-1] // run
+
+        def per_outer(prefix):
+            self.counted_loop(count, lambda k: at_run(prefix + (self.b.mul(k, ir.Constant(I64, run)),)))
+
+        self.loop_nest(outer, per_outer)
+
+    def _report_bad_lane(self, pointer: Value, mask, size: int, shape) -> None:
+        """Finds the first bad lane in order and fails with it (the slow path of the check)."""
+        b = self.b
+        strides = _strides(shape)
+
+        def lane(idx):
+            address = b.ptrtoint(self.value_at(pointer, idx), I64)
+            wrong = b.not_(self._in_bounds(pointer, address, size))
+            if mask is not None:
+                wrong = b.and_(wrong, self.value_at(mask, idx))
+            self.if_then(wrong, lambda: self.fail(ERROR_OUT_OF_BOUNDS, self.linear(idx, strides), address))
+
+        self.loop_nest(shape, lane)
+        b.ret(ir.Constant(I32, 1))  # not reached: some lane was bad
+
+    def access_nest(self, pointer: Value, every, mask: Optional[Value], body) -> None:
+        """Runs ``body(idx, address)`` for each active lane: versioned on ``every`` (all lanes active:
+        no mask), the contiguous runs of the pointer at consecutive addresses."""
+        b = self.b
+        shape = _shape(pointer.type)
+        run = self._run_length(pointer)
+        element = None
+
+        def emit(masked: bool):
+            def at_run(idx):
+                return self.value_at(pointer, idx) if run > 1 else None
+
+            def lane(idx, base, j):
+                if run > 1:
+                    address = b.gep(base, [b.mul(j, ir.Constant(I64, 1))], source_etype=self._element_type)
+                else:
+                    address = self.value_at(pointer, idx)
+                if masked:
+                    self.if_then(self.value_at(mask, idx), lambda: body(idx, address, True))
+                else:
+                    body(idx, address, False)
+
+            self.run_nest(shape, run, at_run, lane)
+
+        if mask is None:
+            emit(False)
+            return
+        full = self.function.append_basic_block("full")
+        partial = self.function.append_basic_block("partial")
+        after = self.function.append_basic_block("accessed")
+        b.cbranch(b.load(every), full, partial)
+        for block, masked in ((full, False), (partial, True)):
+            b.position_at_end(block)
+            saved = dict(self.memo)
+            emit(masked)
+            self.memo = saved
+            b.branch(after)
+        b.position_at_end(after)
+
+    def lower_load(self, op: Operation) -> None:
+        b = self.b
+        pointer, mask, other = op.operand("pointer"), op.operand("mask"), op.operand("other")
+        result = op.results[0]
+        dtype = result.type.scalar
+        self._element_type = memory_type(dtype)
+        every = self.check_access(pointer, mask, dtype)
+        volatile = op.attrs.get("volatile", False)
+        if not isinstance(result.type, T.block_type):
+            address = self.value_at(pointer, ())
+            if mask is None:
+                self.scalars[result.id] = self._read(address, dtype, volatile)
+                return
+            slot = self.scalar_slot(register_type(dtype))
+            fallback = self.value_at(other, ()) if other is not None else constant(dtype, 0)
+            b.store(fallback, slot)
+            self.if_then(self.value_at(mask, ()), lambda: b.store(self._read(address, dtype, volatile), slot))
+            self.scalars[result.id] = b.load(slot)
+            return
+        buffer = self.new_buffer(dtype, _shape(result.type))
+        if mask is not None:  # lanes left inactive read `other` (0 without it)
+            fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
+            b_every = b.load(every)
+            self.if_then(b.not_(b_every), lambda: self.loop_nest(buffer.shape, lambda idx: self.store_buffer(
+                buffer, idx, fill_value(idx))))
+        self._element_type = memory_type(dtype)
+        self.access_nest(pointer, every, mask,
+                         lambda idx, address, masked: self.store_buffer(buffer, idx, self._read(address, dtype, volatile)))
+        self.buffers[result.id] = buffer
+
+    def _read(self, address, dtype, volatile=False):
+        value = self.b.load(address, typ=memory_type(dtype))
+        value.align = item_size(dtype)
+        if volatile:
+            value.volatile = True if hasattr(value, "volatile") else None
+        if dtype.is_bool() and not dtype.is_ptr():
+            return self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+        return value
+
+    def _write(self, address, value, dtype):
+        if dtype.is_bool() and not dtype.is_ptr():
+            value = self.b.zext(value, I8)
+        store = self.b.store(value, address)
+        store.align = item_size(dtype)
+
+    def lower_store(self, op: Operation) -> None:
+        pointer, value, mask = op.operand("pointer"), op.operand("value"), op.operand("mask")
+        dtype = pointer.type.scalar.element_ty
+        self._element_type = memory_type(dtype)
+        every = self.check_access(pointer, mask, dtype)
+        if not isinstance(pointer.type, T.block_type):
+            address = self.value_at(pointer, ())
+            if mask is None:
+                self._write(address, self.value_at(value, ()), dtype)
+            else:
+                self.if_then(self.value_at(mask, ()), lambda: self._write(address, self.value_at(value, ()), dtype))
+            return
+        self._element_type = memory_type(dtype)
+        self.access_nest(pointer, every, mask,
+                         lambda idx, address, masked: self._write(address, self.value_at(value, idx), dtype))
+
+    # atomics -----------------------------------------------------------------------------------------
+    _ORDERING = {"acquire": "acquire", "release": "release", "acq_rel": "acq_rel", "relaxed": "monotonic"}
+
+    def _atomic(self, op: Operation, apply) -> None:
+        """Per active lane in lane order: ``apply(address, lane idx) -> old value``."""
+        b = self.b
+        pointer, mask = op.operand("pointer"), op.operand("mask")
+        result = op.results[0]
+        dtype = pointer.type.scalar.element_ty
+        self._element_type = memory_type(dtype)
+        self.check_access(pointer, mask, dtype)
+        shape = _shape(pointer.type)
+        buffer = self.new_buffer(dtype, shape) if shape else None
+        slot = None if shape else self.scalar_slot(register_type(dtype))
+        if slot is not None:
+            b.store(constant(dtype, 0), slot)
+
+        def lane(idx):
+            address = self.value_at(pointer, idx)
+
+            def run():
+                old = apply(address, idx)
+                if buffer is not None:
+                    self.store_buffer(buffer, idx, old)
+                else:
+                    b.store(old, slot)
+
+            if buffer is not None and mask is not None:
+                self.store_buffer(buffer, idx, constant(dtype, 0))
+            if mask is None:
+                run()
+            else:
+                self.if_then(self.value_at(mask, idx), run)
+
+        self.loop_nest(shape, lane)
+        if buffer is not None:
+            self.buffers[result.id] = buffer
+        else:
+            self.scalars[result.id] = b.load(slot)
+
+    def lower_atomic_rmw(self, op: Operation) -> None:
+        b = self.b
+        kind = op.attrs["kind"]
+        dtype = op.operand("pointer").type.scalar.element_ty
+        ordering = self._ORDERING[op.attrs.get("sem", "acq_rel")]
+        value = op.operand("value")
+        if dtype.is_bool() and not dtype.is_ptr():
+            raise UnsupportedOp("atomics on int1")
+
+        def apply(address, idx):
+            v = self.value_at(value, idx)
+            if dtype.is_floating():
+                if kind == "add" and (dtype.is_fp32() or dtype.is_fp64()):
+                    return b.atomic_rmw("fadd", address, v, ordering)
+                if kind == "xchg":
+                    bits = ir.IntType(dtype.primitive_bitwidth)
+                    old = b.atomic_rmw("xchg", address, v if v.type == bits else b.bitcast(v, bits), ordering)
+                    return old if old.type == register_type(dtype) else b.bitcast(old, register_type(dtype))
+                return self._cas_loop(address, dtype, ordering, lambda old: self._float_atomic_combine(kind, old, v, dtype))
+            signed = dtype.is_int_signed()
+            llvm_kind = {"add": "add", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg",
+                         "max": "max" if signed else "umax", "min": "min" if signed else "umin"}[kind]
+            return b.atomic_rmw(llvm_kind, address, v, ordering)
+
+        self._atomic(op, apply)
+
+    def _float_atomic_combine(self, kind, old, v, dtype):
+        b = self.b
+        if kind == "add":
+            return lanes.float_binary(b, dtype, [old, v], b.fadd)
+        # max/min by IEEE totalOrder on sign-magnitude bits
+        bits_ty = ir.IntType(dtype.primitive_bitwidth)
+        ob = old if old.type == bits_ty else b.bitcast(old, bits_ty)
+        vb = v if v.type == bits_ty else b.bitcast(v, bits_ty)
+        width = dtype.primitive_bitwidth
+
+        def key(x):  # totalOrder as a signed integer: negative values reversed
+            negative = b.icmp_signed("<", x, ir.Constant(bits_ty, 0))
+            return b.select(negative, b.xor(x, ir.Constant(bits_ty, (1 << (width - 1)) - 1)), x)
+
+        take = b.icmp_signed(">" if kind == "max" else "<", key(vb), key(ob))
+        chosen = b.select(take, vb, ob)
+        return chosen if chosen.type == old.type else b.bitcast(chosen, old.type)
+
+    def _cas_loop(self, address, dtype, ordering, combine):
+        b = self.b
+        bits_ty = ir.IntType(dtype.primitive_bitwidth)
+        reg = register_type(dtype)
+        pre = b.block
+        initial = b.load(address, typ=bits_ty)
+        initial.align = item_size(dtype)
+        loop = self.function.append_basic_block("cas")
+        after = self.function.append_basic_block("cas_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        current = b.phi(bits_ty)
+        current.add_incoming(initial, pre)
+        as_reg = current if reg == bits_ty else b.bitcast(current, reg)
+        new = combine(as_reg)
+        new_bits = new if new.type == bits_ty else b.bitcast(new, bits_ty)
+        pair = b.cmpxchg(address, current, new_bits, ordering, "monotonic" if ordering != "acq_rel" else "acquire")
+        seen = b.extract_value(pair, 0)
+        ok = b.extract_value(pair, 1)
+        current.add_incoming(seen, b.block)
+        b.cbranch(ok, after, loop)
+        b.position_at_end(after)
+        return as_reg if reg == bits_ty else b.bitcast(current, reg)
+
+    def lower_atomic_cas(self, op: Operation) -> None:
+        b = self.b
+        dtype = op.operand("pointer").type.scalar.element_ty
+        ordering = self._ORDERING[op.attrs.get("sem", "acq_rel")]
+        bits_ty = ir.IntType(dtype.primitive_bitwidth)
+        reg = register_type(dtype)
+
+        def apply(address, idx):
+            cmp = self.value_at(op.operand("compare"), idx)
+            val = self.value_at(op.operand("value"), idx)
+            cmp = cmp if cmp.type == bits_ty else b.bitcast(cmp, bits_ty)
+            val = val if val.type == bits_ty else b.bitcast(val, bits_ty)
+            pair = b.cmpxchg(address, cmp, val, ordering, "monotonic" if ordering != "acq_rel" else "acquire")
+            old = b.extract_value(pair, 0)
+            return old if reg == bits_ty else b.bitcast(old, reg)
+
+        self._atomic(op, apply)
+
+    def lower_barrier(self, op: Operation) -> None:
+        pass  # one program runs on one thread: its accesses are already in order
+
+    # values ------------------------------------------------------------------------------------------
+    def lower_constant(self, op: Operation) -> None:
+        r = op.results[0]
+        if not isinstance(r.type, T.block_type):
+            self.scalars[r.id] = constant(r.type, op.attrs["value"])
+
+    def lower_program_id(self, op: Operation) -> None:
+        self.scalars[op.results[0].id] = self.pids[op.attrs["axis"]]
+
+    def lower_num_programs(self, op: Operation) -> None:
+        self.scalars[op.results[0].id] = self.nprogs[op.attrs["axis"]]
+
+    def lower_hint(self, op: Operation) -> None:
+        r = op.results[0]
+        if not isinstance(r.type, T.block_type):
+            self.scalars[r.id] = self.scalars[op.operands[0].id]
+
+    def _lazy(self, op: Operation) -> None:
+        r = op.results[0]
+        if op.opcode == "split" and not isinstance(r.type, T.block_type):  # (2,) split into two scalars
+            for i, result in enumerate(op.results):
+                self.scalars[result.id] = self.value_at(op.operands[0], (ir.Constant(I64, i),))
+            return
+        if not isinstance(r.type, T.block_type):  # reshape to (): the one lane
+            self.scalars[r.id] = self.value_at(op.operands[0], tuple(ir.Constant(I64, 0) for _ in _shape(op.operands[0].type)))
+
+    lower_arange = lower_splat = lower_broadcast = lower_permute = lower_join = lower_split = lower_cat = lower_flip = _lazy
+
+    def lower_reshape(self, op: Operation) -> None:
+        self._lazy(op)
+
+    # control flow ------------------------------------------------------------------------------------
+    def _bind(self, value: Value, lowered) -> None:
+        if isinstance(lowered, Buffer):
+            self.buffers[value.id] = lowered
+        else:
+            self.scalars[value.id] = lowered
+
+    def _carried_slots(self, values):
+        """For each carried value: a Buffer (blocks) or None (scalars, carried in phis)."""
+        return [self.new_buffer(v.type.scalar, _shape(v.type)) if isinstance(v.type, T.block_type) else None
+                for v in values]
+
+    def _copy_into(self, slots, values) -> None:
+        """Writes block ``values`` into their ``slots`` buffers as if all were read before any is
+        written: lazy values (which may read a slot) are staged in temporaries first; values in
+        buffers other than the slots are copied directly."""
+        slot_pointers = {id(slot.pointer) for slot in slots if slot is not None}
+        staged = []
+        for slot, v in zip(slots, values):
+            if slot is None:
+                continue
+            source = self.buffers.get(v.id)
+            if source is not None and source.pointer is slot.pointer and source.strides == slot.strides:
+                continue
+            if source is not None and id(source.pointer) not in slot_pointers:
+                staged.append((slot, source))
+                continue
+            temp = self.new_buffer(v.type.scalar, slot.shape)
+            self.fill(temp, v)
+            staged.append((slot, temp))
+        for slot, temp in staged:
+            self.loop_nest(slot.shape, lambda idx, slot=slot, temp=temp: self.store_buffer(
+                slot, idx, self.load_buffer(temp, idx)))
+
+    def lower_if(self, op: Operation) -> None:
+        b = self.b
+        condition = self.scalars[op.operands[0].id]
+        slots = self._carried_slots(op.results)
+        then_bb = self.function.append_basic_block("if_then")
+        else_bb = self.function.append_basic_block("if_else")
+        after = self.function.append_basic_block("if_end")
+        b.cbranch(condition, then_bb, else_bb)
+        incoming = []
+        for block, region in ((then_bb, op.regions[0]), (else_bb, op.regions[1] if len(op.regions) > 1 else None)):
+            b.position_at_end(block)
+            saved = dict(self.memo)
+            values = []
+            if region is not None:
+                terminator = self.lower_region(region)
+                values = list(terminator.operands) if terminator is not None else []
+            if values:
+                self._copy_into(slots, values)
+            scalars = [self.value_at(v, ()) if s is None else None for s, v in zip(slots, values)]
+            self.memo = saved
+            if not b.block.is_terminated:
+                incoming.append((b.block, scalars))
+                b.branch(after)
+        b.position_at_end(after)
+        for i, r in enumerate(op.results):
+            if slots[i] is not None:
+                self.buffers[r.id] = slots[i]
+            else:
+                phi = b.phi(register_type(r.type))
+                for block, scalars in incoming:
+                    phi.add_incoming(scalars[i], block)
+                self.scalars[r.id] = phi
+
+    def lower_for(self, op: Operation) -> None:
+        b = self.b
+        lower, upper, step = (self.scalars[v.id] for v in op.operands[:3])
+        inits = op.operands[3:]
+        body = op.regions[0]
+        carried = body.args[1:]
+        slots = self._carried_slots(carried)
+        self._copy_into(slots, inits)
+        counter_ty = op.operands[0].type
+        signed = counter_ty.is_int_signed()
+        pre = b.block
+        header = self.function.append_basic_block("for_header")
+        body_bb = self.function.append_basic_block("for_body")
+        exit_bb = self.function.append_basic_block("for_end")
+        b.branch(header)
+        b.position_at_end(header)
+        iv = b.phi(lower.type)
+        iv.add_incoming(lower, pre)
+        phis = []
+        for slot, arg, init in zip(slots, carried, inits):
+            if slot is None:
+                phi = b.phi(register_type(arg.type))
+                phi.add_incoming(self.scalars[init.id], pre)
+                phis.append(phi)
+                self.scalars[arg.id] = phi
+            else:
+                phis.append(None)
+                self.buffers[arg.id] = slot
+        zero = ir.Constant(step.type, 0)
+        cmp = b.icmp_signed if signed else b.icmp_unsigned
+        going_up = b.icmp_signed(">", step, zero) if signed else ir.Constant(I1, 1)
+        keep = b.select(going_up, cmp("<", iv, upper), cmp(">", iv, upper))
+        b.cbranch(keep, body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.scalars[body.args[0].id] = iv
+        saved = dict(self.memo)
+        terminator = self.lower_region(body)
+        yields = list(terminator.operands) if terminator is not None else []
+        self._copy_into(slots, yields)
+        scalar_next = [self.value_at(v, ()) if s is None else None for s, v in zip(slots, yields)]
+        self.memo = saved
+        following = b.add(iv, step)
+        latch = b.block
+        iv.add_incoming(following, latch)
+        for phi, value in zip(phis, scalar_next):
+            if phi is not None:
+                phi.add_incoming(value, latch)
+        b.branch(header)
+        b.position_at_end(exit_bb)
+        for r, slot, phi in zip(op.results, slots, phis):
+            if slot is not None:
+                self.buffers[r.id] = slot
+            else:
+                self.scalars[r.id] = phi
+
+    def lower_while(self, op: Operation) -> None:
+        b = self.b
+        before, after = op.regions
+        inits = op.operands
+        slots = self._carried_slots(before.args)
+        self._copy_into(slots, inits)
+        pre = b.block
+        header = self.function.append_basic_block("while_before")
+        after_bb = self.function.append_basic_block("while_after")
+        exit_bb = self.function.append_basic_block("while_end")
+        b.branch(header)
+        b.position_at_end(header)
+        phis = []
+        for slot, arg, init in zip(slots, before.args, inits):
+            if slot is None:
+                phi = b.phi(register_type(arg.type))
+                phi.add_incoming(self.scalars[init.id], pre)
+                phis.append(phi)
+                self.scalars[arg.id] = phi
+            else:
+                phis.append(None)
+                self.buffers[arg.id] = slot
+        saved = dict(self.memo)
+        condition_op = self.lower_region(before)
+        condition = self.value_at(condition_op.operands[0], ())
+        passed = condition_op.operands[1:]
+        pass_slots = self._carried_slots(passed)
+        self._copy_into(pass_slots, passed)
+        passed_scalars = [self.value_at(v, ()) if s is None else None for s, v in zip(pass_slots, passed)]
+        self.memo = saved
+        b.cbranch(condition, after_bb, exit_bb)
+        b.position_at_end(after_bb)
+        for arg, slot, value in zip(after.args, pass_slots, passed_scalars):
+            self._bind(arg, slot if slot is not None else value)
+        saved = dict(self.memo)
+        terminator = self.lower_region(after)
+        yields = list(terminator.operands) if terminator is not None else []
+        self._copy_into(slots, yields)
+        scalar_next = [self.value_at(v, ()) if s is None else None for s, v in zip(slots, yields)]
+        self.memo = saved
+        latch = b.block
+        for phi, value in zip(phis, scalar_next):
+            if phi is not None:
+                phi.add_incoming(value, latch)
+        b.branch(header)
+        b.position_at_end(exit_bb)
+        for r, slot, value in zip(op.results, pass_slots, passed_scalars):
+            self._bind(r, slot if slot is not None else value)
+
+    # cross-lane ops ----------------------------------------------------------------------------------
+    def _scratch_copy(self, v: Value) -> Buffer:
+        buffer = self.new_buffer(v.type.scalar, _shape(v.type))
+        self.fill(buffer, v)
+        return buffer
+
+    def _combiner(self, op: Operation, dtypes):
+        """(lhs lanes, rhs lanes) -> combined lanes, for a reduce or scan's kind."""
+        b = self.b
+        kind = op.attrs["kind"]
+        if kind == "custom":
+            region = op.regions[0]
+
+            def combine(left, right):
+                for arg, value in zip(region.args, list(left) + list(right)):
+                    self.scalars[arg.id] = value
+                saved = dict(self.memo)
+                terminator = self.lower_region(region)
+                result = [self.value_at(v, ()) for v in terminator.operands]
+                self.memo = saved
+                return result
+
+            return combine
+        dtype = dtypes[0]
+
+        if kind == "sum":
+            def combine(left, right):
+                if dtype.is_floating():
+                    return [lanes.float_binary(b, dtype, [left[0], right[0]], b.fadd)]
+                return [b.xor(left[0], right[0]) if dtype.is_bool() else b.add(left[0], right[0])]
+        elif kind == "prod":
+            def combine(left, right):
+                if dtype.is_floating():
+                    return [lanes.float_binary(b, dtype, [left[0], right[0]], b.fmul)]
+                return [b.and_(left[0], right[0]) if dtype.is_bool() else b.mul(left[0], right[0])]
+        elif kind in ("max", "min"):
+            def combine(left, right):
+                if dtype.is_floating():
+                    return [lanes.float_binary(b, dtype, [left[0], right[0]],
+                                               lambda x, y: lanes.float_extremum(b, x, y, kind == "max", False))]
+                return [lanes.int_extremum(b, left[0], right[0], kind == "max",
+                                           dtype.is_int_signed() and not dtype.is_bool())]
+        elif kind == "xor":
+            def combine(left, right):
+                return [b.xor(left[0], right[0])]
+        elif kind in ("argmax", "argmin"):
+            maximum = kind == "argmax"
+
+            def combine(left, right):
+                (lv, li), (rv, ri) = left, right
+                if dtype.is_floating():
+                    x, y = casts.to_arithmetic(b, lv, dtype), casts.to_arithmetic(b, rv, dtype)
+                    better = b.fcmp_ordered(">" if maximum else "<", y, x)
+                    left_nan, right_nan = casts.is_nan(b, x), casts.is_nan(b, y)
+                    better = b.or_(better, b.and_(right_nan, b.not_(left_nan)))  # numpy: the first NaN wins
+                    tie = b.or_(b.fcmp_ordered("==", x, y), b.and_(left_nan, right_nan))
+                else:
+                    cmp = b.icmp_signed if dtype.is_int_signed() and not dtype.is_bool() else b.icmp_unsigned
+                    better = cmp(">" if maximum else "<", rv, lv)
+                    tie = b.icmp_unsigned("==", rv, lv)
+                take = b.or_(better, b.and_(tie, b.icmp_signed("<", ri, li)))
+                return [b.select(take, rv, lv), b.select(take, ri, li)]
+        else:
+            raise UnsupportedOp(f"reduce kind {kind}")
+        return combine
+
+    def lower_reduce(self, op: Operation) -> None:
+        b = self.b
+        axis = op.attrs["axis"]
+        kind = op.attrs["kind"]
+        inputs = list(op.operands)
+        shape = _shape(inputs[0].type)
+        scratch = [self._scratch_copy(v) for v in inputs]
+        dtypes = [v.type.scalar for v in inputs]
+        if kind in ("argmax", "argmin"):
+            index = self.new_buffer(T.int32, shape)
+            self.loop_nest(shape, lambda idx: self.store_buffer(index, idx, b.trunc(idx[axis], I32)))
+            scratch.append(index)
+            dtypes.append(T.int32)
+        combine = self._combiner(op, dtypes)
+        half = shape[axis] // 2
+        while half >= 1:
+            level_shape = shape[:axis] + (half,) + shape[axis + 1:]
+
+            def step(idx, half=half):
+                partner = list(idx)
+                partner[axis] = b.add(idx[axis], ir.Constant(I64, half))
+                left = [self.load_buffer(s, idx) for s in scratch]
+                right = [self.load_buffer(s, tuple(partner)) for s in scratch]
+                for s, value in zip(scratch, combine(left, right)):
+                    self.store_buffer(s, idx, value)
+
+            self.loop_nest(level_shape, step)
+            half //= 2
+        outputs = scratch[-1:] if kind in ("argmax", "argmin") else scratch
+        for r, s in zip(op.results, outputs):
+            if isinstance(r.type, T.block_type):
+                strides = s.strides[:axis] + s.strides[axis + 1:]
+                self.buffers[r.id] = Buffer(s.pointer, s.dtype, _shape(r.type), strides)
+            else:
+                self.scalars[r.id] = self.load_buffer(s, tuple(ir.Constant(I64, 0) for _ in shape))
+
+    def lower_scan(self, op: Operation) -> None:
+        b = self.b
+        axis = op.attrs["axis"]
+        reverse = op.attrs.get("reverse", False)
+        inputs = list(op.operands)
+        shape = _shape(inputs[0].type)
+        dtypes = [v.type.scalar for v in inputs]
+        out = [self._scratch_copy(v) for v in inputs]
+        combine = self._combiner(op, dtypes)
+        n = shape[axis]
+        outer, inner = shape[:axis], shape[axis + 1:]
+
+        def along(prefix):
+            def step(k):
+                position = b.sub(ir.Constant(I64, n - 1), b.add(k, ir.Constant(I64, 1))) if reverse else b.add(
+                    k, ir.Constant(I64, 1))
+                previous = b.add(position, ir.Constant(I64, 1)) if reverse else b.sub(position, ir.Constant(I64, 1))
+
+                def lane(suffix):
+                    here = prefix + (position,) + suffix
+                    before = prefix + (previous,) + suffix
+                    left = [self.load_buffer(s, before) for s in out]
+                    right = [self.load_buffer(s, here) for s in out]
+                    for s, value in zip(out, combine(left, right)):
+                        self.store_buffer(s, here, value)
+
+                self.loop_nest(inner, lane)
+
+            if n > 1:
+                self.counted_loop(n - 1, step)
+
+        self.loop_nest(outer, along)
+        for r, s in zip(op.results, out):
+            self.buffers[r.id] = s
+
+    def lower_dot(self, op: Operation) -> None:
+        from . import dot
+
+        dot.lower_dot(self, op)
+
+    def lower_philox(self, op: Operation) -> None:
+        if not isinstance(op.results[0].type, T.block_type):
+            self._lower_scalar(op)
+            return
+        buffers = [self.new_buffer(r.type.scalar, _shape(r.type)) for r in op.results]
+
+        def lane(idx):
+            values = lanes.lower_op(self.b, op, [self.value_at(o, idx) for o in op.operands])
+            for buffer, value in zip(buffers, values):
+                self.store_buffer(buffer, idx, value)
+
+        self.loop_nest(buffers[0].shape, lane)
+        for r, buffer in zip(op.results, buffers):
+            self.buffers[r.id] = buffer
+
+    def lower_histogram(self, op: Operation) -> None:
+        b = self.b
+        value, mask = op.operand("value"), op.operand("mask")
+        result = op.results[0]
+        bins = op.attrs["num_bins"]
+        buffer = self.new_buffer(result.type.scalar, (bins,))
+        rty = register_type(result.type.scalar)
+        self.loop_nest((bins,), lambda idx: self.store_buffer(buffer, idx, ir.Constant(rty, 0)))
+        source = value.type.scalar
+        shape = _shape(value.type)
+
+        def lane(idx):
+            v = self.value_at(value, idx)
+            wide = b.sext(v, I64) if source.is_int_signed() and v.type.width < 64 else (
+                b.zext(v, I64) if v.type.width < 64 else v)
+            inside = b.icmp_unsigned("<", wide, ir.Constant(I64, bins))
+            if source.is_int_signed():
+                inside = b.and_(inside, b.icmp_signed(">=", wide, ir.Constant(I64, 0)))
+            active = self.value_at(mask, idx) if mask is not None else ir.Constant(I1, 1)
+            # an active lane outside the bins is an error of the kernel (a GPU counts it in bin value & (bins - 1))
+            self.if_then(b.and_(active, b.not_(inside)), lambda: self.fail(
+                ERROR_HISTOGRAM_VALUE, self.linear(idx, _strides(shape)), wide, ir.Constant(I64, bins)))
+            inside = b.and_(inside, active)
+
+            def count():
+                slot = b.gep(buffer.pointer, [wide], source_etype=memory_type(result.type.scalar))
+                b.store(b.add(b.load(slot, typ=rty), ir.Constant(rty, 1)), slot)
+
+            self.if_then(inside, count)
+
+        self.loop_nest(shape, lane)
+        self.buffers[result.id] = buffer
+
+    def lower_gather(self, op: Operation) -> None:
+        b = self.b
+        source, index = op.operand("source"), op.operand("index")
+        axis = op.attrs["axis"]
+        result = op.results[0]
+        src = self.materialize(source)
+        extent = _shape(source.type)[axis]
+        shape = _shape(result.type)
+        strides = _strides(shape)
+        ity = index.type.scalar
+        buffer = self.new_buffer(result.type.scalar, shape)
+
+        def lane(idx):
+            i = self.value_at(index, idx)
+            wide = b.sext(i, I64) if ity.is_int_signed() and i.type.width < 64 else (
+                b.zext(i, I64) if i.type.width < 64 else i)
+            outside = b.icmp_unsigned(">=", wide, ir.Constant(I64, extent))
+            self.if_then(outside, lambda: self.fail(ERROR_GATHER_INDEX, self.linear(idx, strides), wide,
+                                                     ir.Constant(I64, extent)))
+            at = list(idx)
+            at[axis] = wide
+            self.store_buffer(buffer, idx, self.load_buffer(src, tuple(at)))
+
+        self.loop_nest(shape, lane)
+        self.buffers[result.id] = buffer
+
+    def lower_sort(self, op: Operation) -> None:
+        b = self.b
+        value = op.operands[0]
+        dtype = value.type.scalar
+        shape = _shape(value.type)
+        n = shape[-1]
+        descending = bool(op.attrs["descending"])
+        current = self._scratch_copy(value)
+        stages = n.bit_length() - 1
+        for stage in range(1, stages + 1):
+            for step in range(stage - 1, -1, -1):
+                bit = 1 << step
+                following = self.new_buffer(dtype, shape)
+
+                def lane(idx, bit=bit, stage=stage, following=following, current=current):
+                    position = idx[-1]
+                    partner_pos = b.xor(position, ir.Constant(I64, bit))
+                    own = self.load_buffer(current, idx)
+                    partner = self.load_buffer(current, idx[:-1] + (partner_pos,))
+                    if stage == stages:
+                        desc = ir.Constant(I1, int(descending))
+                    else:
+                        desc = b.trunc(b.lshr(position, ir.Constant(I64, stage)), I1)
+                    is_right = b.icmp_unsigned("!=", b.and_(position, ir.Constant(I64, bit)), ir.Constant(I64, 0))
+                    greater = self._greater(own, partner, dtype)
+                    take = b.xor(greater, b.xor(desc, is_right))
+                    self.store_buffer(following, idx, b.select(take, partner, own))
+
+                self.loop_nest(shape, lane)
+                current = following
+        self.buffers[op.results[0].id] = current
+
+    def _greater(self, x, y, dtype):
+        b = self.b
+        if dtype.is_floating():
+            return b.fcmp_ordered(">", casts.to_arithmetic(b, x, dtype), casts.to_arithmetic(b, y, dtype))
+        if dtype.is_int_signed() and not dtype.is_bool():
+            return b.icmp_signed(">", x, y)
+        return b.icmp_unsigned(">", x, y)
+
+    # reporting -----------------------------------------------------------------------------------
+    def lower_assert(self, op: Operation) -> None:
+        b = self.b
+        condition = op.operands[0]
+        shape = _shape(condition.type)
+        strides = _strides(shape)
+
+        def lane(idx):
+            holds = self.value_at(condition, idx)
+            self.if_then(b.not_(holds), lambda: self.fail(ERROR_ASSERT, self.linear(idx, strides), ir.Constant(I64, 0)))
+
+        self.loop_nest(shape, lane)
+
+    def lower_print(self, op: Operation) -> None:
+        b = self.b
+        pointers = self.alloca(T.int64, max(1, len(op.operands)))
+        for n, v in enumerate(op.operands):
+            if isinstance(v.type, T.block_type):
+                buffer = self.materialize(v)
+                if buffer.strides != _strides(buffer.shape):
+                    copy = self.new_buffer(v.type.scalar, buffer.shape)
+                    self.loop_nest(buffer.shape, lambda idx: self.store_buffer(copy, idx, self.load_buffer(buffer, idx)))
+                    buffer = copy
+                pointer = buffer.pointer
+            else:
+                slot = self.alloca(v.type.scalar if not isinstance(v.type, T.pointer_type) else T.int64, 1)
+                value = self.scalars[v.id]
+                if isinstance(v.type, T.pointer_type):
+                    value = b.ptrtoint(value, I64)
+                elif v.type.is_bool():
+                    value = b.zext(value, I8)
+                b.store(value, slot)
+                pointer = slot
+            b.store(pointer, b.gep(pointers, [ir.Constant(I64, n)], source_etype=PTR))
+        hook = self.module.globals.get(PRINT_SYMBOL)
+        if hook is None:
+            hook = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64, I32, I32, I32, PTR]), PRINT_SYMBOL)
+        b.call(hook, [self.kernel_token, ir.Constant(I64, self.op_index[id(op)]), *self.pids, pointers])

@@ -1,0 +1,267 @@
+"""Running a compiled kernel: the argument block, the grid split over worker threads, errors.
+
+The compiled ``tritium_grid(args, first, last, error)`` runs the programs ``[first, last)`` (linear
+ids, x fastest) and returns non-zero after the first program that fails, its error record filled.
+The launcher calls it through ctypes, which releases the GIL, so ranges of programs run in
+parallel on a persistent pool of worker threads; a small launch (few lanes of work in all) runs on
+the calling thread, since a round trip through the pool costs tens of microseconds. Kernels whose
+programs communicate through memory (``compiler/analysis/effects.py``: atomics or loads that steer
+a spin wait) run in program order on one thread, as the interpreter runs them.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ... import config
+from ...compiler.ir import types as T
+from ...errors import DeviceAssertionError, OutOfBoundsError, render_location
+from ..base import KernelArgument
+from . import codegen
+
+_GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+# Lanes of work (programs x the largest block) below which a launch runs on the calling thread.
+_PARALLEL_WORK = 1 << 16
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def thread_count() -> int:
+    """Worker threads for a launch: TRITIUM_NUM_THREADS, else the CPUs this process may run on."""
+    setting = os.environ.get("TRITIUM_NUM_THREADS", "").strip()
+    if setting:
+        try:
+            value = int(setting)
+        except ValueError:
+            value = 0
+        if value >= 1:
+            return value
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _workers(count: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size != count:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=count, thread_name_prefix="tritium-cpu")
+            _pool_size = count
+        return _pool
+
+
+def _slot(value, ty) -> int:
+    """One run-time scalar argument as the 64 bits of its args-block slot."""
+    scalar = ty
+    if scalar.is_fp32():
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    if scalar.is_fp64():
+        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    if scalar.is_floating():  # fp16/bf16/fp8 scalars: their bits
+        bits = np.array([value], dtype=np.float64).astype(scalar.numpy)
+        return int(bits.view(np.uint8 if scalar.primitive_bitwidth == 8 else np.uint16)[0])
+    return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+class Executable:
+    """A kernel compiled for the host CPU."""
+
+    def __init__(self, fn, loaded, asm: dict, ops: list, pointer_args: list, provenance: dict, largest_block: int,
+                 program_order: bool):
+        self.fn = fn
+        self.loaded = loaded
+        self.asm = asm
+        self.ops = ops
+        self.pointer_args = pointer_args
+        self.provenance = provenance
+        self.largest_block = largest_block
+        self.program_order = program_order
+        self._grid = _GRID_FUNCTION(loaded.address("tritium_grid"))
+        self.token = id(self)
+
+    def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
+        debug = config.debug_mode() if debug is None else bool(debug)
+        if debug:
+            # Debug mode's checks (races, overflow, conversions) are the interpreter's.
+            from ..interpreter import Executable as Interpreted
+
+            Interpreted(self.fn).launch(grid, args, stream, debug=True)
+            return
+        gx, gy, gz = (int(g) for g in grid)
+        total = gx * gy * gz
+        if total <= 0:
+            return
+        slots = [gx, gy, gz, self.token]
+        bounds = []
+        keepalive = []
+        for name, ty, value in args:
+            if isinstance(ty, T.pointer_type):
+                slots.append(value.address)
+                bounds += [value.address + value.low, value.address + value.high]
+                keepalive.append(value.keepalive)
+            else:
+                slots.append(_slot(value, ty))
+        block = np.array(slots + bounds, dtype=np.uint64)
+        _PRINTING[self.token] = (self, args)
+        try:
+            self._run(block, total)
+        finally:
+            _PRINTING.pop(self.token, None)
+        del keepalive
+
+    def _run(self, block: np.ndarray, total: int) -> None:
+        address = block.ctypes.data
+        seed = config.shuffle_seed()
+        if seed is not None:  # TRITIUM_SHUFFLE: programs one at a time in an order drawn from the seed
+            record = np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64)
+            for p in np.random.default_rng(seed).permutation(total).tolist():
+                if self._grid(address, p, p + 1, record.ctypes.data):
+                    self._raise(record, block)
+            return
+        threads = 1 if self.program_order else min(thread_count(), total)
+        if threads > 1 and total * self.largest_block < _PARALLEL_WORK:
+            threads = 1
+        if threads == 1:
+            record = np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64)
+            if self._grid(address, 0, total, record.ctypes.data):
+                self._raise(record, block)
+            return
+        chunks = min(threads * 4, total)
+        edges = [total * i // chunks for i in range(chunks + 1)]
+        records = [np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64) for _ in range(chunks)]
+        pool = _workers(threads)
+        futures = [pool.submit(self._grid, address, edges[i], edges[i + 1], records[i].ctypes.data)
+                   for i in range(chunks) if edges[i] < edges[i + 1]]
+        statuses = [f.result() for f in futures]
+        failed = [records[i] for i, status in enumerate(statuses) if status]
+        if failed:
+            self._raise(failed[0], block)
+
+    # errors ----------------------------------------------------------------------------------------
+    def _raise(self, record: np.ndarray, block: np.ndarray) -> None:
+        code, op_index, x, y, z, lane, address, extra = (int(v) for v in record)
+        op = self.ops[op_index]
+        pid = (x, y, z)
+        name = self.fn.name
+        shape = tuple(getattr(op.operands[0].type, "shape", ())) if op.operands else ()
+        if code == codegen.ERROR_ASSERT:
+            lane_text = _lane_text(lane, tuple(op.operands[0].type.shape) if isinstance(op.operands[0].type, T.block_type) else ())
+            where = f", {lane_text}" if lane_text != "the scalar access" else ""
+            message = render_location(op.loc, f"device_assert failed in kernel '{name}', program {pid}{where}: "
+                                      f"{op.attrs['message']}")
+            raise DeviceAssertionError(message, loc=op.loc, program_id=pid)
+        if code == codegen.ERROR_HISTOGRAM_VALUE:
+            value = address if address < (1 << 63) else address - (1 << 64)
+            bins = extra
+            message = render_location(
+                op.loc, f"tl.histogram in kernel '{name}', program {pid}, lane {lane}: value {value} is outside the "
+                f"{bins} bins [0, {bins})",
+                f"pass mask= to leave such lanes out. A GPU counts them in bin value & {bins - 1} ({value & (bins - 1)} "
+                "here) and Triton's interpreter drops them, so the result depends on where the kernel runs")
+            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=value, extent=bins,
+                                   tensor="input", access="histogram")
+        if code == codegen.ERROR_GATHER_INDEX:
+            index_shape = tuple(op.operand("index").type.shape)
+            position = tuple(int(i) for i in np.unravel_index(lane, index_shape))
+            value = address if address < (1 << 63) else address - (1 << 64)
+            message = render_location(
+                op.loc, f"tl.gather in kernel '{name}', program {pid}, lane {position}: index {value} is out of range "
+                f"for axis {op.attrs['axis']} of size {extra}",
+                "clamp the index (tl.minimum/tl.maximum) or build it so that it stays within the source block")
+            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=value, extent=extra,
+                                   tensor="src", access="gather")
+        access = {"load": "load", "store": "store"}.get(op.opcode, "atomic")
+        pointer = op.operand("pointer")
+        pointer_shape = tuple(pointer.type.shape) if isinstance(pointer.type, T.block_type) else ()
+        lane_text = _lane_text(lane, pointer_shape)
+        address &= 0xFFFFFFFFFFFFFFFF
+        source = self.provenance.get(pointer.id)
+        element = pointer.type.scalar.element_ty
+        size = max(1, element.primitive_bitwidth // 8) if not element.is_ptr() else 8
+        hint = ("mask the access: compute mask = offsets < n and pass mask=mask"
+                + (", other=0.0 to tl.load" if access == "load" else " to tl.store"))
+        candidates = [source] if source is not None and source >= 0 else range(len(self.pointer_args))
+        for position in candidates:
+            arg_index = self.pointer_args[position]
+            arg_name = self.fn.arg_names[arg_index]
+            base = int(block[codegen.HEADER_SLOTS + arg_index])
+            low = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position])
+            high = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position + 1])
+            if source is None or source < 0:
+                if not low <= address < high:
+                    continue
+            extent = max(0, (high - base) // size)
+            offset = address - base
+            if offset % size == 0 or not low <= address <= high - size:
+                problem = (f"element offset {offset // size} of '{arg_name}', a tensor of {extent} elements "
+                           f"(valid offsets 0..{extent - 1})")
+            else:
+                problem = f"a misaligned address (byte {offset}) inside '{arg_name}'"
+            message = render_location(op.loc, f"out-of-bounds {access} in kernel '{name}': program {pid}, "
+                                      f"{lane_text} touches {problem}", hint)
+            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=offset // size,
+                                   extent=extent, tensor=arg_name, access=access)
+        what = "a null pointer" if address == 0 else "an address that belongs to no tensor argument"
+        message = render_location(op.loc, f"out-of-bounds {access} in kernel '{name}': program {pid}, "
+                                  f"{lane_text} dereferences {what}")
+        raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=address, extent=0,
+                               tensor="?", access=access)
+
+
+def _lane_text(lane: int, shape: tuple) -> str:
+    if not shape:
+        return "the scalar access"
+    position = tuple(int(i) for i in np.unravel_index(lane, shape))
+    return f"lane {position[0] if len(position) == 1 else position}"
+
+
+# prints ------------------------------------------------------------------------------------------------
+_PRINTING: dict[int, tuple] = {}
+_PRINT_FUNCTION = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32,
+                                   ctypes.c_int32, ctypes.c_void_p)
+_print_lock = threading.Lock()
+
+
+def _print_hook(token, op_index, x, y, z, pointers):
+    from ..interpreter.diagnostics import format_print_lines
+
+    entry = _PRINTING.get(token)
+    if entry is None:
+        return
+    executable, _ = entry
+    op = executable.ops[op_index]
+    addresses = ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p))
+    values = []
+    for n, v in enumerate(op.operands):
+        shape = tuple(v.type.shape) if isinstance(v.type, T.block_type) else ()
+        count = int(np.prod(shape)) if shape else 1
+        scalar = v.type.scalar
+        dtype = np.dtype(np.int64) if scalar.is_ptr() else (np.dtype(np.int8) if scalar.is_bool() else scalar.numpy)
+        raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(addresses[n])
+        array = np.frombuffer(bytes(raw), dtype=dtype).reshape(shape)
+        if scalar.is_bool() and not scalar.is_ptr():
+            array = array != 0
+        values.append(array)
+    with _print_lock:
+        for line in format_print_lines(op, (x, y, z), values):
+            print(line, flush=True)
+
+
+_hook = _PRINT_FUNCTION(_print_hook)
+
+
+def register_print_hook() -> None:
+    from . import jit
+
+    jit.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)

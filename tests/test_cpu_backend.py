@@ -1,0 +1,339 @@
+"""The native CPU backend against the interpreter, the executable definition of the IR.
+
+Each kernel runs on both backends on the same inputs; where the IR spec fixes every bit (integer
+arithmetic and its edge cases, casts with their rounding and saturation, reductions in the spec's
+fixed tree, scans, sorts, atomics) the outputs must be equal bit for bit; dot products, whose
+summation order differs, within the rounding of K fp32 additions. Errors (out-of-bounds accesses,
+device_assert) must be the interpreter's: the same class, the kernel's line, program and lane,
+and nothing written. The rest of the suite's kernels run on this backend too (``make test``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tritium as triton
+import tritium.language as tl
+from tritium.errors import DeviceAssertionError, OutOfBoundsError
+
+
+def _both(kernel, grid, make_args, **meta):
+    """(interpreter outputs, cpu outputs): ``make_args()`` builds fresh numpy arguments each time."""
+    results = []
+    for name in ("interpreter", "cpu"):
+        import os
+
+        os.environ["TRITIUM_BACKEND"] = name
+        try:
+            args = make_args()
+            kernel[grid](*args, **meta)
+            results.append([a.copy() for a in args if isinstance(a, np.ndarray)])
+            if name == "interpreter":
+                arrays = len(results[0])
+                assert arrays, "a differential test needs an output array"
+        finally:
+            os.environ.pop("TRITIUM_BACKEND", None)
+    return results
+
+
+def _assert_same_bits(reference, compiled):
+    for r, c in zip(reference, compiled):
+        assert r.dtype == c.dtype and r.shape == c.shape
+        rb = r.view(np.uint8).reshape(-1)
+        cb = c.view(np.uint8).reshape(-1)
+        bad = np.flatnonzero(rb != cb)
+        assert bad.size == 0, f"{bad.size} bytes differ; first at byte {bad[0]}: {r.reshape(-1)[:8]} vs {c.reshape(-1)[:8]}"
+
+
+# integer edge cases ------------------------------------------------------------------------------
+@triton.jit
+def _int_ops(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    a = tl.load(a_ptr + i)
+    b = tl.load(b_ptr + i)
+    tl.store(out_ptr + 0 * N + i, a // b)
+    tl.store(out_ptr + 1 * N + i, a % b)
+    tl.store(out_ptr + 2 * N + i, a << (b & 63))
+    tl.store(out_ptr + 3 * N + i, a >> (b & 63))
+    tl.store(out_ptr + 4 * N + i, tl.maximum(a, b) - tl.minimum(a, b))
+    tl.store(out_ptr + 5 * N + i, tl.umulhi(a, b))
+    tl.store(out_ptr + 6 * N + i, -a + (a ^ b) * 3)
+    tl.store(out_ptr + 7 * N + i, tl.abs(a))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64])
+def test_integer_ops_and_their_edge_cases_match_the_interpreter_bit_for_bit(dtype):
+    n = 256
+    info = np.iinfo(dtype)
+
+    def make():
+        rng = np.random.default_rng(1)
+        a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        b = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        a[:4] = [info.min, info.min, 7, 0]
+        b[:4] = [-1 if info.min < 0 else 1, 0, 0, 0]
+        b[4:12] = [0, 1, 31, 32, 33, 63, 64, 200 if info.max > 200 else 5]
+        return [a, b, np.zeros(8 * n, dtype=dtype)]
+
+    reference, compiled = _both(_int_ops, (1,), make, N=n)
+    _assert_same_bits(reference, compiled)
+
+
+# casts ---------------------------------------------------------------------------------------------
+@triton.jit
+def _cast_kernel(x_ptr, out_ptr, N: tl.constexpr, TARGET: tl.constexpr, ROUNDING: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    tl.store(out_ptr + i, x.to(TARGET, fp_downcast_rounding=ROUNDING))
+
+
+_FLOAT_TARGETS = [(tl.float16, np.float16), (tl.bfloat16, "bfloat16"), (tl.float8e4nv, "float8_e4m3fn"),
+                  (tl.float8e5, "float8_e5m2")]
+
+
+def _numpy_dtype(spec):
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, spec)) if isinstance(spec, str) else np.dtype(spec)
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float64])
+@pytest.mark.parametrize("rounding", ["rtne", "rtz"])
+@pytest.mark.parametrize("target", _FLOAT_TARGETS, ids=lambda t: str(t[0]))
+def test_float_narrowing_rounds_and_saturates_as_the_interpreter(source, rounding, target):
+    n = 4096
+    rng = np.random.default_rng(2)
+    width = 32 if source == np.float32 else 64
+    bits = rng.integers(0, 2 ** width, n, dtype=np.uint64).astype(f"uint{width}")
+    x = bits.view(source).copy()
+    x[: n // 2] = (rng.standard_normal(n // 2) * rng.choice([1e-8, 1e-3, 1, 300, 6e4], n // 2)).astype(source)
+    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 57344.0 * 1.5]
+    tl_target, np_target = target
+    out_dtype = _numpy_dtype(np_target)
+    reference, compiled = _both(_cast_kernel, (1,), lambda: [x.copy(), np.zeros(n, dtype=out_dtype)], N=n,
+                                TARGET=tl_target, ROUNDING=rounding)
+    _assert_same_bits(reference, compiled)
+
+
+@triton.jit
+def _to_int_kernel(x_ptr, out_ptr, N: tl.constexpr, TARGET: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.load(x_ptr + i).to(TARGET))
+
+
+@pytest.mark.parametrize("target,np_target", [(tl.int8, np.int8), (tl.int32, np.int32), (tl.uint32, np.uint32),
+                                              (tl.int64, np.int64), (tl.float32, np.float32)])
+@pytest.mark.parametrize("source", [np.float32, np.float16, np.int64, np.uint8])
+def test_conversions_to_ints_saturate_and_from_ints_round_as_the_interpreter(target, np_target, source):
+    n = 1024
+    rng = np.random.default_rng(3)
+    if np.dtype(source).kind == "f":
+        x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 12, n)).astype(source)
+        x[:5] = [np.nan, np.inf, -np.inf, -0.0, 2.0**31]
+    else:
+        info = np.iinfo(source)
+        x = rng.integers(info.min, info.max, n, dtype=source, endpoint=True)
+    reference, compiled = _both(_to_int_kernel, (1,), lambda: [x.copy(), np.zeros(n, dtype=np_target)], N=n,
+                                TARGET=target)
+    _assert_same_bits(reference, compiled)
+
+
+# reductions, scans, sorts -----------------------------------------------------------------------------
+@triton.jit
+def _reductions(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    r = tl.arange(0, M)[:, None]
+    c = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + r * N + c)
+    tl.store(out_ptr + tl.arange(0, N), tl.sum(x, axis=0))
+    tl.store(out_ptr + N + tl.arange(0, M), tl.sum(x, axis=1))
+    tl.store(out_ptr + N + M + tl.arange(0, N), tl.max(x, axis=0))
+    tl.store(out_ptr + 2 * N + M + tl.arange(0, M), tl.min(x, axis=1))
+    tl.store(out_ptr + 2 * N + 2 * M + tl.arange(0, N), tl.argmax(x, axis=0).to(tl.float32))
+    tl.store(out_ptr + 3 * N + 2 * M + tl.arange(0, M), tl.argmin(x, axis=1).to(tl.float32))
+    tl.store(out_ptr + 3 * N + 3 * M + tl.arange(0, M), tl.cumsum(tl.sum(x * x, axis=1), axis=0))
+    tl.store(out_ptr + 3 * N + 4 * M + tl.arange(0, N), tl.sort(tl.sum(x, axis=0), descending=True))
+
+
+def test_reductions_scans_and_sorts_follow_the_interpreter_tree_bit_for_bit():
+    m, n = 16, 64
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((m, n)).astype(np.float32) * 100
+    x[3, 5] = x[3, 9] = x.max() + 1  # ties: the first index wins
+    x[7, 7] = -0.0
+    reference, compiled = _both(_reductions, (1,), lambda: [x.copy(), np.zeros(4 * n + 5 * m, np.float32)],
+                                M=m, N=n)
+    _assert_same_bits(reference, compiled)
+
+
+@triton.jit
+def _combine(a, b):
+    return a * 2 + b
+
+
+@triton.jit
+def _custom_reduce_scan(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    tl.store(out_ptr + i, tl.associative_scan(x, 0, _combine))
+    tl.store(out_ptr + N, tl.reduce(x, 0, _combine))
+
+
+def test_custom_combine_reduce_and_scan_match_the_interpreter():
+    n = 32
+    x = (np.arange(n) % 7 - 3).astype(np.int32)
+    reference, compiled = _both(_custom_reduce_scan, (1,), lambda: [x.copy(), np.zeros(n + 1, np.int32)], N=n)
+    _assert_same_bits(reference, compiled)
+
+
+# control flow, loops with carried blocks -----------------------------------------------------------------
+@triton.jit
+def _loops(x_ptr, out_ptr, n, K: tl.constexpr, B: tl.constexpr):
+    pid = tl.program_id(0)
+    i = tl.arange(0, B)
+    acc = tl.zeros((B,), tl.float32)
+    other = tl.full((B,), 1.0, tl.float32)
+    for k in range(0, K):
+        x = tl.load(x_ptr + k * B + i, mask=i < n, other=0.0)
+        acc, other = other * 0.5 + x, acc  # a swap: both read before either is written
+    count = 0
+    total = tl.sum(acc, axis=0)
+    while total > 1.0 and count < 50:
+        total = total * 0.5
+        count += 1
+    if pid % 2 == 0:
+        y = acc + total
+    else:
+        y = other - count
+    tl.store(out_ptr + pid * B + i, y, mask=i < n)
+
+
+def test_loops_carry_blocks_and_scalars_and_branches_yield_blocks_as_the_interpreter():
+    b, k = 64, 5
+    x = np.random.default_rng(5).standard_normal(k * b).astype(np.float32)
+    reference, compiled = _both(_loops, (4,), lambda: [x.copy(), np.zeros(4 * b, np.float32), 50], K=k, B=b)
+    _assert_same_bits(reference, compiled)
+
+
+# dot ----------------------------------------------------------------------------------------------------
+@triton.jit
+def _dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PRECISION: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    c = tl.dot(a, b, input_precision=PRECISION)
+    tl.store(c_ptr + rm * N + rn, c.to(c_ptr.dtype.element_ty))
+
+
+@pytest.mark.parametrize("dtype,precision", [(np.float32, "ieee"), (np.float32, "tf32"), (np.float16, "ieee"),
+                                             (np.int8, "ieee")])
+@pytest.mark.parametrize("shape", [(16, 16, 32), (32, 64, 32), (64, 32, 128)])
+def test_dot_agrees_with_the_interpreter_within_the_rounding_of_its_sums(dtype, precision, shape):
+    m, n, k = shape
+    rng = np.random.default_rng(6)
+    if dtype == np.int8:
+        a, b = rng.integers(-128, 127, (m, k), dtype=np.int8), rng.integers(-128, 127, (k, n), dtype=np.int8)
+        out = np.int32
+    else:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        out = np.float32
+    reference, compiled = _both(_dot_kernel, (1,), lambda: [a.copy(), b.copy(), np.zeros((m, n), out)], M=m, N=n,
+                                K=k, PRECISION=precision)
+    ref, got = reference[2], compiled[2]
+    if dtype == np.int8:
+        assert np.array_equal(ref, got)
+    else:
+        # K fp32 roundings of partial sums bounded by sum |a||b|: k * 2**-24 of it, with room for the order
+        bound = k * 2.0**-23 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+        assert np.all(np.abs(ref.astype(np.float64) - got) <= bound + 1e-30)
+
+
+# atomics -------------------------------------------------------------------------------------------------
+@triton.jit
+def _atomics(counter_ptr, fmax_ptr, slots_ptr, x_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + tl.program_id(0) * N + i)
+    tl.atomic_add(counter_ptr + i % 4, 1)
+    tl.atomic_max(fmax_ptr + i % 8, x)
+    tl.atomic_cas(slots_ptr + tl.program_id(0), 0, tl.program_id(0) + 1)
+
+
+def test_atomics_accumulate_over_programs_and_threads():
+    n, programs = 64, 300
+    x = np.random.default_rng(7).standard_normal(programs * n).astype(np.float32)
+    x[5] = np.nan
+    reference, compiled = _both(_atomics, (programs,), lambda: [np.zeros(4, np.int32), np.full(8, -np.inf, np.float32),
+                                                                np.zeros(programs, np.int32), x.copy()], N=n)
+    _assert_same_bits(reference, compiled)
+    assert compiled[0].tolist() == [programs * n // 4] * 4
+
+
+# errors ---------------------------------------------------------------------------------------------------
+@triton.jit
+def _unmasked_copy(x_ptr, y_ptr, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y_ptr + i, tl.load(x_ptr + i) + 1)
+
+
+def test_an_out_of_bounds_load_names_the_line_program_lane_and_offset_and_writes_nothing(monkeypatch):
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    x = np.arange(100, dtype=np.float32)
+    y = np.full(100, -1.0, dtype=np.float32)
+    with pytest.raises(OutOfBoundsError) as info:
+        _unmasked_copy[(4,)](x, y, 100, B=32)
+    message = str(info.value)
+    assert "test_cpu_backend.py" in message and "tl.load(x_ptr + i)" in message
+    assert "program (3, 0, 0), lane 4 touches element offset 100 of 'x_ptr', a tensor of 100 elements" in message
+    assert info.value.program_id == (3, 0, 0) and info.value.offset == 100 and info.value.tensor == "x_ptr"
+    assert np.all(y[96:] == -1.0), "the failing program wrote nothing"
+
+
+@triton.jit
+def _asserting(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.device_assert(x >= 0, "x must be non-negative")
+
+
+def test_device_assert_reports_the_program_and_lane(monkeypatch):
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    x = np.zeros(16, np.float32)
+    x[11] = -1
+    with pytest.raises(DeviceAssertionError, match=r"program \(0, 0, 0\), lane 11: x must be non-negative"):
+        _asserting[(1,)](x, B=16)
+
+
+# the launch -----------------------------------------------------------------------------------------------
+@triton.jit
+def _scale(x_ptr, y_ptr, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) * 3.0, mask=m)
+
+
+def test_threads_split_the_grid_and_every_program_runs_once(monkeypatch):
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    n = (1 << 20) + 17
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float32)
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("TRITIUM_NUM_THREADS", threads)
+        y = np.zeros(n, np.float32)
+        _scale[(triton.cdiv(n, 256),)](x, y, n, B=256)
+        assert np.array_equal(y, x * np.float32(3.0))
+
+
+def test_the_loop_is_vectorized_and_the_object_is_cached_on_disk(monkeypatch):
+    from tritium.backends.cpu import CPUBackend
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    compiled = _scale.warmup(np.zeros(4, np.float32), np.zeros(4, np.float32), 4, B=1024, grid=(1,))
+    assembly = compiled.asm["asm"]
+    assert "vmulps" in assembly and ("%ymm" in assembly or "%zmm" in assembly)
+    calls = []
+    original = CPUBackend.compile
+    monkeypatch.setattr(CPUBackend, "compile", lambda self, *a: calls.append(1) or original(self, *a))
+    fresh = triton.jit(_scale.fn)
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    fresh[(1,)](x, y, 8, B=1024)
+    assert calls == [] and np.array_equal(y, 3 * x), "the object came from the disk cache"
