@@ -570,39 +570,47 @@ class Codegen:
         return inside
 
     def check_access(self, pointer: Value, mask: Optional[Value], dtype) -> Optional[ir.Value]:
-        """The check loop before an access; returns an i1 pointer-flag 'every lane is active' (None:
-        no mask). A bad lane fails the program with its record."""
+        """The check before an access; returns an i1 pointer-flag 'every lane is active' (None: no
+        mask). A contiguous run whose first and last lanes are inside the tensor is inside it whatever
+        its mask; only a run that is not is checked lane by lane (its active lanes). A bad lane fails
+        the program with its record."""
         b = self.b
         shape = _shape(pointer.type)
         size = item_size(dtype)
-        run = self._run_length(pointer) if mask is None else 1
+        run = self._run_length(pointer)
         bad = self.flag(False)
-        every = self.flag(True) if mask is not None else None
+
+        def lane_is_bad(idx):
+            address = b.ptrtoint(self.value_at(pointer, idx), I64)
+            wrong = b.not_(self._in_bounds(pointer, address, size))
+            return b.and_(wrong, self.value_at(mask, idx)) if mask is not None else wrong
 
         def at_run(idx):
-            if run == 1:
-                return None
             first = b.ptrtoint(self.value_at(pointer, idx), I64)
             last = b.add(first, ir.Constant(I64, (run - 1) * size))
             ok = b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
-            b.store(b.or_(b.load(bad), b.not_(ok)), bad)
-            return None
-
-        def lane(idx, state, j):
-            if run > 1:
+            if mask is None:
+                b.store(b.or_(b.load(bad), b.not_(ok)), bad)
                 return
-            address = b.ptrtoint(self.value_at(pointer, idx), I64)
-            wrong = b.not_(self._in_bounds(pointer, address, size))
-            if mask is not None:
-                active = self.value_at(mask, idx)
-                wrong = b.and_(wrong, active)
-                b.store(b.and_(b.load(every), active), every)
-            b.store(b.or_(b.load(bad), wrong), bad)
+            start = idx[-1]
+
+            def lanes_of_run():
+                def lane(j):
+                    at = idx[:-1] + (b.add(start, j),)
+                    b.store(b.or_(b.load(bad), lane_is_bad(at)), bad)
+
+                self.counted_loop(run, lane)
+
+            self.if_then(b.not_(ok), lanes_of_run)
 
         if run > 1:
             self._runs_only(shape, run, at_run)
         else:
-            self.loop_nest(shape, lambda idx: lane(idx, None, None))
+            self.loop_nest(shape, lambda idx: b.store(b.or_(b.load(bad), lane_is_bad(idx)), bad))
+        every = None
+        if mask is not None:
+            every = self.flag(True)
+            self.loop_nest(_shape(mask.type), lambda idx: b.store(b.and_(b.load(every), self.value_at(mask, idx)), every))
         self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
         return every
 
