@@ -1,8 +1,8 @@
 """The native CPU backend: the tile IR compiled through LLVM for the host CPU, launched in-process.
 
 Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "asm" (the optimized
-machine code as text) and "obj" (the object file, kept in the disk cache: keyed by the IR, the
-backend version, the options and the host CPU's name and features). Placement, checks and the
+machine code as text) and "obj" (the object file); all but "ttir" are kept in the disk cache,
+keyed by the IR, the backend version, the options and the host CPU's name and features. Placement, checks and the
 launch are described in docs/cpu-backend.md.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ class CPUBackend(Backend):
     version = "1"
     devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "asm", "obj")
-    cached_stages = ("obj",)
+    cached_stages = ("llir", "asm", "obj")
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
@@ -97,7 +97,7 @@ class CPUBackend(Backend):
         triple, _, _ = jit.host_cpu()
         generator = codegen.Codegen(fn, triple)
         generator.build()  # the op table and pointer facts the launcher reports errors with
-        return self._executable(fn, generator, {"ttir": str(fn), "obj": asm["obj"]})
+        return self._executable(fn, generator, {"ttir": str(fn), **asm})
 
     def _executable(self, fn, generator, stages):
         from . import jit, launcher

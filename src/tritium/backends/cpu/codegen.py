@@ -195,6 +195,7 @@ class Codegen:
         self.b = ir.IRBuilder(body)
         self.scalars: dict[int, ir.Value] = {}
         self.buffers: dict[int, Buffer] = {}
+        self.advanced: dict[int, tuple] = {}  # carried pointer blocks: value id -> (initial Value, i64 offset)
         self.bounds: list[tuple[ir.Value, ir.Value]] = []
         self.memo: dict = {}
         b = self.b
@@ -310,6 +311,12 @@ class Codegen:
         buffer = self.buffers.get(v.id)
         if buffer is not None:
             return self.load_buffer(buffer, idx)
+        advanced = self.advanced.get(v.id)
+        if advanced is not None:  # a carried pointer block: its initial value plus an element offset
+            init, offset = advanced
+            size = item_size(v.type.scalar.element_ty)
+            return self.b.gep(self.value_at(init, idx), [self.b.mul(offset, ir.Constant(I64, size))],
+                              source_etype=I8)
         key = (v.id, tuple(id(i) for i in idx))
         cached = self.memo.get(key)
         if cached is not None:
@@ -475,8 +482,28 @@ class Codegen:
         self.memo = saved
         following = b.add(i, ir.Constant(I64, 1))
         i.add_incoming(following, b.block)
-        b.cbranch(b.icmp_signed("<", following, count), loop, after)
+        latch = b.cbranch(b.icmp_signed("<", following, count), loop, after)
+        if isinstance(count, ir.Constant) and count.constant >= 16 and self._is_innermost(loop):
+            # Kept a loop for the vectorizer: fully unrolled first, LLVM would vectorize the loop
+            # around it instead, with gathers across rows.
+            latch.set_metadata("llvm.loop", self._keep_loop_metadata())
         b.position_at_end(after)
+
+    def _is_innermost(self, header) -> bool:
+        """True when no loop was opened inside the loop whose header block is ``header``."""
+        blocks = self.function.blocks
+        start = blocks.index(header)
+        return not any(block.name.startswith("loop") and block is not header for block in blocks[start + 1:]
+                       if not block.name.startswith("loop_end"))
+
+    def _keep_loop_metadata(self):
+        if getattr(self, "_loop_md", None) is None:
+            option = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.disable")])
+            self._loop_options = option
+            self._loop_md = True
+        node = self.module.add_metadata([self._loop_options, self._loop_options])
+        node.operands = (node, self._loop_options)  # a loop ID refers to itself
+        return node
 
     def loop_nest(self, shape, body, prefix=()) -> None:
         """``body(idx)`` for every index of ``shape`` in row-major order."""
@@ -965,13 +992,31 @@ class Codegen:
                     phi.add_incoming(scalars[i], block)
                 self.scalars[r.id] = phi
 
+    def _advanced_pointers(self, carried, yields) -> dict:
+        """Positions of carried pointer blocks that each iteration advances by a scalar (``p += s``):
+        position -> the scalar offset Value. Such a block is carried as one i64 element offset from its
+        initial value instead of a buffer of pointers."""
+        found = {}
+        for i, (arg, y) in enumerate(zip(carried, yields)):
+            if not (isinstance(arg.type, T.block_type) and isinstance(arg.type.scalar, T.pointer_type)):
+                continue
+            op = y.owner
+            if op is None or op.opcode != "addptr" or op.operands[0] is not arg:
+                continue
+            offset = op.operands[1].owner
+            if offset is not None and offset.opcode == "splat":
+                found[i] = offset.operands[0]
+        return found
+
     def lower_for(self, op: Operation) -> None:
         b = self.b
         lower, upper, step = (self.scalars[v.id] for v in op.operands[:3])
         inits = op.operands[3:]
         body = op.regions[0]
         carried = body.args[1:]
-        slots = self._carried_slots(carried)
+        terminator_op = body.terminator
+        advanced = self._advanced_pointers(carried, terminator_op.operands if terminator_op is not None else [])
+        slots = [None if i in advanced else slot for i, slot in enumerate(self._carried_slots(carried))]
         self._copy_into(slots, inits)
         counter_ty = op.operands[0].type
         signed = counter_ty.is_int_signed()
@@ -984,8 +1029,13 @@ class Codegen:
         iv = b.phi(lower.type)
         iv.add_incoming(lower, pre)
         phis = []
-        for slot, arg, init in zip(slots, carried, inits):
-            if slot is None:
+        for i, (slot, arg, init) in enumerate(zip(slots, carried, inits)):
+            if i in advanced:
+                phi = b.phi(I64)
+                phi.add_incoming(ir.Constant(I64, 0), pre)
+                phis.append(phi)
+                self.advanced[arg.id] = (init, phi)
+            elif slot is None:
                 phi = b.phi(register_type(arg.type))
                 phi.add_incoming(self.scalars[init.id], pre)
                 phis.append(phi)
@@ -1004,7 +1054,16 @@ class Codegen:
         terminator = self.lower_region(body)
         yields = list(terminator.operands) if terminator is not None else []
         self._copy_into(slots, yields)
-        scalar_next = [self.value_at(v, ()) if s is None else None for s, v in zip(slots, yields)]
+        scalar_next = []
+        for i, (slot, v) in enumerate(zip(slots, yields)):
+            if i in advanced:
+                amount = self.scalars[advanced[i].id]
+                source = advanced[i].type
+                if amount.type.width < 64:
+                    amount = b.sext(amount, I64) if source.is_int_signed() else b.zext(amount, I64)
+                scalar_next.append(b.add(phis[i], amount))
+            else:
+                scalar_next.append(self.value_at(v, ()) if slot is None else None)
         self.memo = saved
         following = b.add(iv, step)
         latch = b.block
@@ -1014,8 +1073,10 @@ class Codegen:
                 phi.add_incoming(value, latch)
         b.branch(header)
         b.position_at_end(exit_bb)
-        for r, slot, phi in zip(op.results, slots, phis):
-            if slot is not None:
+        for i, (r, slot, phi) in enumerate(zip(op.results, slots, phis)):
+            if i in advanced:
+                self.advanced[r.id] = (inits[i], phi)
+            elif slot is not None:
                 self.buffers[r.id] = slot
             else:
                 self.scalars[r.id] = phi

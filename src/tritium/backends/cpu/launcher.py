@@ -137,16 +137,17 @@ class Executable:
             if self._grid(address, 0, total, record.ctypes.data):
                 self._raise(record, block)
             return
-        chunks = min(threads * 4, total)
-        edges = [total * i // chunks for i in range(chunks + 1)]
-        records = [np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64) for _ in range(chunks)]
-        pool = _workers(threads)
+        # one contiguous range of programs per thread; the calling thread runs the first itself
+        edges = [total * i // threads for i in range(threads + 1)]
+        records = [np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64) for _ in range(threads)]
+        pool = _workers(threads - 1)
         futures = [pool.submit(self._grid, address, edges[i], edges[i + 1], records[i].ctypes.data)
-                   for i in range(chunks) if edges[i] < edges[i + 1]]
-        statuses = [f.result() for f in futures]
+                   for i in range(1, threads)]
+        statuses = [self._grid(address, edges[0], edges[1], records[0].ctypes.data)]
+        statuses += [f.result() for f in futures]
         failed = [records[i] for i, status in enumerate(statuses) if status]
-        if failed:
-            self._raise(failed[0], block)
+        if failed:  # the first program in launch order that failed
+            self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
 
     # errors ----------------------------------------------------------------------------------------
     def _raise(self, record: np.ndarray, block: np.ndarray) -> None:
