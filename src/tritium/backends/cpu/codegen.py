@@ -94,6 +94,9 @@ class Codegen:
         self.provenance: dict[int, Optional[int]] = {}  # value id -> pointer argument position
         self._count_uses(fn.body, depth=0, defined_depth={})
         self._trace_provenance(fn.body)
+        self.deferrable: set[int] = set()  # loads read inside the loop of the store they feed
+        self.fused_into: dict[int, list] = {}  # id(store op) -> the load results it reads
+        self._find_fusable_loads(fn.body)
 
     # analysis ------------------------------------------------------------------------------------
     def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
@@ -107,6 +110,55 @@ class Codegen:
                 self._count_uses(inner, depth + 1, defined_depth)
             for r in op.results:
                 defined_depth[r.id] = depth
+
+    def _find_fusable_loads(self, region: Region) -> None:
+        """Loads that a store can read in its own loop: block loads with one use, reaching the stored
+        value through elementwise ops of one use each, with nothing between the load and the store
+        that writes memory or synchronizes (the store's check decides at run time whether the bytes
+        may overlap)."""
+        from ...compiler.ir.spec import has_effects
+
+        pending: list[Operation] = []
+        for op in region.ops:
+            for inner in op.regions:
+                self._find_fusable_loads(inner)
+            if op.opcode == "load":
+                result = op.results[0]
+                if (isinstance(result.type, T.block_type) and self.uses.get(result.id, 0) == 1
+                        and not op.attrs.get("volatile", False)):
+                    pending.append(op)
+                continue
+            if op.opcode == "store" and isinstance(op.operands[0].type, T.block_type) and pending:
+                reached = self._single_use_chain(op.operand("value"))
+                fused = [load.results[0] for load in pending if load.results[0].id in reached]
+                for v in fused:
+                    self.deferrable.add(v.id)
+                if fused:
+                    self.fused_into[id(op)] = fused
+                pending = []
+                continue
+            if has_effects(op):
+                pending = []
+
+    def _single_use_chain(self, value: Value) -> set[int]:
+        """Ids of the values ``value`` is computed from through lazily evaluated elementwise ops whose
+        results have one use (``value`` itself included)."""
+        reached = {value.id}
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            op = v.owner
+            if op is None or op.opcode not in lanes.LOWER or op.opcode == "philox":
+                continue
+            for operand in op.operands:
+                if not isinstance(operand.type, T.block_type) or operand.id in reached:
+                    continue
+                if self.uses.get(operand.id, 0) != 1:
+                    continue
+                reached.add(operand.id)
+                if operand.owner is not None and operand.owner.opcode != "load":
+                    stack.append(operand)
+        return reached
 
     def _trace_provenance(self, region: Region) -> None:
         args = self.fn.args
@@ -196,6 +248,8 @@ class Codegen:
         self.scalars: dict[int, ir.Value] = {}
         self.buffers: dict[int, Buffer] = {}
         self.advanced: dict[int, tuple] = {}  # carried pointer blocks: value id -> (initial Value, i64 offset)
+        self.deferred: dict[int, tuple] = {}  # loads read inside their store's loop: id -> (op, every, extent)
+        self.unmasked_reads = False
         self.bounds: list[tuple[ir.Value, ir.Value]] = []
         self.memo: dict = {}
         b = self.b
@@ -311,6 +365,8 @@ class Codegen:
         buffer = self.buffers.get(v.id)
         if buffer is not None:
             return self.load_buffer(buffer, idx)
+        if v.id in self.deferred:
+            return self._read_deferred(v, idx)
         advanced = self.advanced.get(v.id)
         if advanced is not None:  # a carried pointer block: its initial value plus an element offset
             init, offset = advanced
@@ -596,16 +652,25 @@ class Codegen:
             inside = b.and_(inside, aligned)
         return inside
 
-    def check_access(self, pointer: Value, mask: Optional[Value], dtype) -> Optional[ir.Value]:
+    def check_access(self, pointer: Value, mask: Optional[Value], dtype, extent=None) -> Optional[ir.Value]:
         """The check before an access; returns an i1 pointer-flag 'every lane is active' (None: no
         mask). A contiguous run whose first and last lanes are inside the tensor is inside it whatever
         its mask; only a run that is not is checked lane by lane (its active lanes). A bad lane fails
-        the program with its record."""
+        the program with its record. ``extent``: two i64 slots that receive the lowest address and
+        the end of the bytes the access may touch (whole runs, masked lanes included)."""
         b = self.b
         shape = _shape(pointer.type)
         size = item_size(dtype)
         run = self._run_length(pointer)
         bad = self.flag(False)
+
+        def widen(first, end):
+            if extent is None:
+                return
+            low, high = extent
+            current_low, current_high = b.load(low), b.load(high)
+            b.store(b.select(b.icmp_unsigned("<", first, current_low), first, current_low), low)
+            b.store(b.select(b.icmp_unsigned(">", end, current_high), end, current_high), high)
 
         def lane_is_bad(idx):
             address = b.ptrtoint(self.value_at(pointer, idx), I64)
@@ -615,6 +680,7 @@ class Codegen:
         def at_run(idx):
             first = b.ptrtoint(self.value_at(pointer, idx), I64)
             last = b.add(first, ir.Constant(I64, (run - 1) * size))
+            widen(first, b.add(last, ir.Constant(I64, size)))
             ok = b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
             if mask is None:
                 b.store(b.or_(b.load(bad), b.not_(ok)), bad)
@@ -630,10 +696,19 @@ class Codegen:
 
             self.if_then(b.not_(ok), lanes_of_run)
 
+        def lane(idx):
+            b.store(b.or_(b.load(bad), lane_is_bad(idx)), bad)
+            if extent is not None:
+                address = b.ptrtoint(self.value_at(pointer, idx), I64)
+                widen(address, b.add(address, ir.Constant(I64, size)))
+
+        if extent is not None:
+            b.store(ir.Constant(I64, -1), extent[0])
+            b.store(ir.Constant(I64, 0), extent[1])
         if run > 1:
             self._runs_only(shape, run, at_run)
         else:
-            self.loop_nest(shape, lambda idx: b.store(b.or_(b.load(bad), lane_is_bad(idx)), bad))
+            self.loop_nest(shape, lane)
         every = None
         if mask is not None:
             every = self.flag(True)
@@ -710,8 +785,11 @@ class Codegen:
         result = op.results[0]
         dtype = result.type.scalar
         self._element_type = memory_type(dtype)
-        every = self.check_access(pointer, mask, dtype)
         volatile = op.attrs.get("volatile", False)
+        if result.id in self.deferrable:
+            self._defer_load(op)
+            return
+        every = self.check_access(pointer, mask, dtype)
         if not isinstance(result.type, T.block_type):
             address = self.value_at(pointer, ())
             if mask is None:
@@ -734,6 +812,28 @@ class Codegen:
                          lambda idx, address, masked: self.store_buffer(buffer, idx, self._read(address, dtype, volatile)))
         self.buffers[result.id] = buffer
 
+    def _defer_load(self, op: Operation) -> None:
+        """A load read by one store chain: checked now, read lane by lane inside the store's loop."""
+        pointer, mask = op.operand("pointer"), op.operand("mask")
+        extent = (self.scalar_slot(I64), self.scalar_slot(I64))
+        every = self.check_access(pointer, mask, op.results[0].type.scalar, extent)
+        self.deferred[op.results[0].id] = (op, every, extent)
+
+    def _read_deferred(self, v: Value, idx) -> ir.Value:
+        """Lane ``idx`` of a deferred load, read from memory now (under its mask, unless the store's
+        loop is the unmasked version)."""
+        op, _, _ = self.deferred[v.id]
+        b = self.b
+        dtype = v.type.scalar
+        pointer, mask, other = op.operand("pointer"), op.operand("mask"), op.operand("other")
+        address = self.value_at(pointer, idx)
+        if mask is None or self.unmasked_reads:
+            return self._read(address, dtype)
+        slot = self.scalar_slot(register_type(dtype))
+        b.store(self.value_at(other, idx) if other is not None else constant(dtype, 0), slot)
+        self.if_then(self.value_at(mask, idx), lambda: b.store(self._read(address, dtype), slot))
+        return b.load(slot)
+
     def _read(self, address, dtype, volatile=False):
         value = self.b.load(address, typ=memory_type(dtype))
         value.align = item_size(dtype)
@@ -753,7 +853,9 @@ class Codegen:
         pointer, value, mask = op.operand("pointer"), op.operand("value"), op.operand("mask")
         dtype = pointer.type.scalar.element_ty
         self._element_type = memory_type(dtype)
-        every = self.check_access(pointer, mask, dtype)
+        fused = [v for v in self.fused_into.get(id(op), ()) if v.id in self.deferred]
+        extent = (self.scalar_slot(I64), self.scalar_slot(I64)) if fused else None
+        every = self.check_access(pointer, mask, dtype, extent)
         if not isinstance(pointer.type, T.block_type):
             address = self.value_at(pointer, ())
             if mask is None:
@@ -761,9 +863,67 @@ class Codegen:
             else:
                 self.if_then(self.value_at(mask, ()), lambda: self._write(address, self.value_at(value, ()), dtype))
             return
-        self._element_type = memory_type(dtype)
-        self.access_nest(pointer, every, mask,
-                         lambda idx, address, masked: self._write(address, self.value_at(value, idx), dtype))
+
+        def write(idx, address, masked):
+            self._write(address, self.value_at(value, idx), dtype)
+
+        if not fused:
+            self._element_type = memory_type(dtype)
+            self.access_nest(pointer, every, mask, write)
+            return
+        self._store_fused(op, fused, every, extent, write)
+
+    def _store_fused(self, op, fused, every, extent, write) -> None:
+        """A store whose value reads loads in its own loop, one pass over memory. When a load's bytes
+        may overlap the store's (other than lane for lane at the same pointer), the loads are read
+        into buffers first, so every lane reads memory as it was before the store."""
+        b = self.b
+        pointer, mask = op.operand("pointer"), op.operand("mask")
+        low, high = b.load(extent[0]), b.load(extent[1])
+        apart = ir.Constant(I1, 1)
+        every_all = b.load(every) if every is not None else ir.Constant(I1, 1)
+        for v in fused:
+            load, load_every, load_extent = self.deferred[v.id]
+            if load_every is not None:
+                every_all = b.and_(every_all, b.load(load_every))
+            if load.operand("pointer") is pointer:
+                continue  # lane i reads and then writes its own address
+            load_low, load_high = b.load(load_extent[0]), b.load(load_extent[1])
+            disjoint = b.or_(b.icmp_unsigned("<=", load_high, low), b.icmp_unsigned("<=", high, load_low))
+            apart = b.and_(apart, disjoint)
+        one_pass = self.function.append_basic_block("store_fused")
+        staged = self.function.append_basic_block("store_staged")
+        done = self.function.append_basic_block("stored")
+        b.cbranch(apart, one_pass, staged)
+        # one pass: unmasked when the store and every load are fully active
+        b.position_at_end(one_pass)
+        self._element_type = memory_type(pointer.type.scalar.element_ty)
+        saved = dict(self.memo)
+        unmasked = self.function.append_basic_block("store_unmasked")
+        masked = self.function.append_basic_block("store_masked")
+        b.cbranch(every_all, unmasked, masked)
+        b.position_at_end(unmasked)
+        self.unmasked_reads = True
+        self.access_nest(pointer, None, None, write)
+        self.unmasked_reads = False
+        self.memo = dict(saved)
+        b.branch(done)
+        b.position_at_end(masked)
+        self.access_nest(pointer, every, mask, write)
+        self.memo = dict(saved)
+        b.branch(done)
+        # staged: the loads into buffers, then the store
+        b.position_at_end(staged)
+        for v in fused:
+            buffer = self.new_buffer(v.type.scalar, _shape(v.type))
+            self.fill(buffer, v)
+            self.buffers[v.id] = buffer
+        self.access_nest(pointer, every, mask, write)
+        for v in fused:
+            del self.buffers[v.id]
+        self.memo = dict(saved)
+        b.branch(done)
+        b.position_at_end(done)
 
     # atomics -----------------------------------------------------------------------------------------
     _ORDERING = {"acquire": "acquire", "release": "release", "acq_rel": "acq_rel", "relaxed": "monotonic"}
