@@ -27,7 +27,7 @@ CPU_BACKEND_TESTS := tests/test_elementwise.py tests/test_casts.py tests/test_sh
 	tests/test_reductions_and_dot.py tests/test_control_flow.py tests/test_early_return.py \
 	tests/test_break_continue.py tests/test_random.py tests/test_device_print.py tests/test_cross_program.py \
 	tests/test_seed_programs.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
-	tests/test_tuple_arguments.py tests/test_promotion.py tests/ops
+	tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/ops
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 tests

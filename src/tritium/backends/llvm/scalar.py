@@ -14,7 +14,10 @@ from typing import Callable
 import llvmlite.ir as ir
 
 from . import casts
+from ...compiler.ir import types as _T
 from .types import F32, F64, I1, I32, I64, arithmetic_type, constant, is_narrow_float, register_type
+
+_FP64 = _T.float64
 
 LOWER: dict[str, Callable] = {}
 
@@ -331,20 +334,25 @@ _LIBDEVICE_ALIASES = {"sqrt": "sqrt", "fast_expf": "exp", "fast_logf": "log", "f
 
 @lowers("libdevice")
 def lower_libdevice(b, op, args):
+    from . import libdevice
+
     ty = _result(op)
     fn = op.attrs["fn"]
-    if fn in ("fast_dividef", "div_rn", "div_rz", "div_rd", "div_ru") and fn in ("fast_dividef", "div_rn"):
-        return float_binary(b, ty, args, b.fdiv)
-    if fn in ("fmin", "fmax"):
-        return float_binary(b, ty, args, lambda x, y: float_extremum(b, x, y, fn == "fmax", False))
-    if fn == "copysign":
-        return float_binary(b, ty, args, lambda x, y: _intrinsic(b, f"llvm.copysign.{_fsuffix(x.type)}", x.type, [x, y]))
-    if fn == "fma":
-        return lower_fma(b, op, args)
-    name = _LIBDEVICE_ALIASES.get(fn, fn)
-    if name is None or not ty.is_floating() or any(not o.type.scalar.is_floating() for o in op.operands):
-        raise NotImplementedError(f"libdevice.{fn} on {ty}")
-    return math_call(b, name, args, ty)
+    if not libdevice.supports(fn):
+        raise NotImplementedError(f"libdevice.{fn}")
+    types = [o.type.scalar for o in op.operands]
+    wide = [casts.to_arithmetic(b, a, t) if t.is_floating() else a for a, t in zip(args, types)]
+    result = libdevice.lower(b, fn, wide, types, ty, register_type(ty))
+    if ty.is_floating():
+        if result.type == F64 and not ty.is_fp64():
+            return casts.cast(b, result, _FP64, ty)
+        if result.type == F32 and not ty.is_fp32():
+            return casts.from_arithmetic(b, result, ty)
+        return result
+    target = register_type(ty)
+    if result.type != target:
+        return b.trunc(result, target) if result.type.width > target.width else b.sext(result, target)
+    return result
 
 
 def constant_lane(dtype, value):
