@@ -17,6 +17,7 @@ these latency-bound loops against Horner's and Clenshaw's recurrences.
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -122,7 +123,8 @@ def _exp_loops_ir() -> str:
                    for name, base2 in (("exp_f32", False), ("exp2_f32", True)))
 
 
-def _erf_loop_ir() -> str:
+def _erf_f32_body() -> tuple[str, str]:
+    """erf of an fp32 %x, in fp64, rounded once to fp32 (see the module's docstring)."""
     from numpy.polynomial import chebyshev
 
     def g(s):
@@ -147,7 +149,29 @@ def _erf_loop_ir() -> str:
     is_small = e(f"fcmp olt double {ax}, {_hex(0.5)}")
     result = e(f"select i1 {is_small}, double {small}, double {large}")
     out = e(f"fptrunc double {_nan_passes_through(e, x, result)} to float")
-    return native_loops.map_loop("erf_f32", "float", "float", "\n".join(e.lines), out, _DECLARATIONS)
+    return "\n".join(e.lines), out
+
+
+def _erf_loop_ir() -> str:
+    return native_loops.map_loop("erf_f32", "float", "float", *_erf_f32_body(), _DECLARATIONS)
+
+
+def _scalar_function(name: str, body: str, out: str) -> str:
+    return f"define linkonce_odr float @{name}(float %x) alwaysinline {{\nentry:\n{body}\n  ret float {out}\n}}\n"
+
+
+# The names compiled backends call for these functions on one fp32 lane.
+SHARED_FP32 = {"exp": "tritium_exp_f32", "exp2": "tritium_exp2_f32", "erf": "tritium_erf_f32"}
+
+
+@functools.lru_cache(maxsize=None)
+def shared_functions_ir() -> str:
+    """LLVM IR defining ``float @tritium_<name>_f32(float)`` for exp, exp2 and erf: the bodies of the
+    interpreter's loops, for a compiled backend to link and inline, so that both give the same bits."""
+    return "\n".join([_DECLARATIONS,
+                      _scalar_function(SHARED_FP32["exp"], *_exp_f32_body(False)),
+                      _scalar_function(SHARED_FP32["exp2"], *_exp_f32_body(True)),
+                      _scalar_function(SHARED_FP32["erf"], *_erf_f32_body())])
 
 
 _LOOPS = {

@@ -50,8 +50,12 @@ def target_machine():
 def optimize(llvm_ir: str):
     """The parsed, verified and optimized (O3, loop and SLP vectorization) module of ``llvm_ir``."""
     _initialized()
+    from ...numerics.vector_math import shared_functions_ir
+
     with _lock:
         module = llvm.parse_assembly(llvm_ir)
+        if "tritium_" in llvm_ir:  # calls the interpreter's shared fp32 functions: link their bodies
+            module.link_in(llvm.parse_assembly(shared_functions_ir()))
         module.verify()
         machine = target_machine()
         module.triple = machine.triple
