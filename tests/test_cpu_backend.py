@@ -337,3 +337,25 @@ def test_the_loop_is_vectorized_and_the_object_is_cached_on_disk(monkeypatch):
     y = np.zeros(8, np.float32)
     fresh[(1,)](x, y, 8, B=1024)
     assert calls == [] and np.array_equal(y, 3 * x), "the object came from the disk cache"
+
+
+@triton.jit
+def _row_softmax(x_ptr, y_ptr, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + i)
+    e = tl.exp(x - tl.max(x, 0))
+    tl.store(y_ptr + i, e / tl.sum(e, 0))
+
+
+def test_blocks_larger_than_a_thread_stack_live_in_scratch_memory(monkeypatch):
+    """Four 4 MiB buffers per program, two programs on two threads: more than a thread's stack."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_NUM_THREADS", "2")
+    b = 1 << 20
+    x = np.random.default_rng(9).standard_normal(2 * b).astype(np.float32)
+    y = np.zeros_like(x)
+    _row_softmax[(2,)](x, y, B=b)
+    rows = x.reshape(2, b).astype(np.float64)
+    ref = np.exp(rows - rows.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    assert np.abs(y.reshape(2, b) - ref).max() < 1e-9

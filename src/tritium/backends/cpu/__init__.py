@@ -105,4 +105,4 @@ class CPUBackend(Backend):
         launcher.register_print_hook()
         loaded = jit.LoadedObject(stages["obj"])
         return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
-                                   _largest_block(fn), needs_program_order(fn))
+                                   _largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

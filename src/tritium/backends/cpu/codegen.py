@@ -39,6 +39,9 @@ ERROR_ASSERT = 2
 ERROR_GATHER_INDEX = 3
 ERROR_HISTOGRAM_VALUE = 4
 ERROR_RECORD_SLOTS = 8
+# Bytes of block buffers a program keeps on its thread's stack; the rest go to scratch memory the
+# launcher allocates per thread after the error record (Codegen.scratch_bytes of it, 64-byte aligned).
+STACK_BYTES = 256 * 1024
 
 # args block: [grid x, grid y, grid z, kernel token (for prints), then per run-time argument one slot, then per pointer
 # argument its [low, high) byte range]
@@ -246,6 +249,8 @@ class Codegen:
         body = program.append_basic_block("body")
         self.b = ir.IRBuilder(body)
         self.scalars: dict[int, ir.Value] = {}
+        self.stack_bytes = 0
+        self.scratch_bytes = 0
         self.buffers: dict[int, Buffer] = {}
         self.advanced: dict[int, tuple] = {}  # carried pointer blocks: value id -> (initial Value, i64 offset)
         self.deferred: dict[int, tuple] = {}  # loads read inside their store's loop: id -> (op, every, extent)
@@ -468,7 +473,16 @@ class Codegen:
 
     # buffers -------------------------------------------------------------------------------------
     def alloca(self, dtype, count: int) -> ir.Value:
+        """A buffer of ``count`` elements: on the stack while the program's buffers stay under
+        STACK_BYTES, then in the thread's scratch memory (after its error record), so that large
+        blocks cannot overflow a thread's stack."""
         ty = memory_type(dtype)
+        nbytes = -(-max(1, count) * max(1, item_size(dtype)) // 64) * 64
+        if self.stack_bytes + nbytes > STACK_BYTES:
+            offset = ERROR_RECORD_SLOTS * 8 + self.scratch_bytes
+            self.scratch_bytes += nbytes
+            return self.alloca_builder.gep(self.error, [ir.Constant(I64, offset)], source_etype=I8)
+        self.stack_bytes += nbytes
         pointer = self.alloca_builder.alloca(ir.ArrayType(ty, max(1, count)))
         pointer.align = 64
         pointer.type = PTR  # llvmlite types allocas as typed pointers; the module uses opaque ones

@@ -78,8 +78,9 @@ class Executable:
     """A kernel compiled for the host CPU."""
 
     def __init__(self, fn, loaded, asm: dict, ops: list, pointer_args: list, provenance: dict, largest_block: int,
-                 program_order: bool):
+                 program_order: bool, scratch_bytes: int = 0):
         self.fn = fn
+        self.scratch_bytes = scratch_bytes
         self.loaded = loaded
         self.asm = asm
         self.ops = ops
@@ -124,7 +125,7 @@ class Executable:
         address = block.ctypes.data
         seed = config.shuffle_seed()
         if seed is not None:  # TRITIUM_SHUFFLE: programs one at a time in an order drawn from the seed
-            record = np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64)
+            record = self._record()
             for p in np.random.default_rng(seed).permutation(total).tolist():
                 if self._grid(address, p, p + 1, record.ctypes.data):
                     self._raise(record, block)
@@ -133,13 +134,13 @@ class Executable:
         if threads > 1 and total * self.largest_block < _PARALLEL_WORK:
             threads = 1
         if threads == 1:
-            record = np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64)
+            record = self._record()
             if self._grid(address, 0, total, record.ctypes.data):
                 self._raise(record, block)
             return
         # one contiguous range of programs per thread; the calling thread runs the first itself
         edges = [total * i // threads for i in range(threads + 1)]
-        records = [np.zeros(codegen.ERROR_RECORD_SLOTS, dtype=np.int64) for _ in range(threads)]
+        records = [self._record() for _ in range(threads)]
         pool = _workers(threads - 1)
         futures = [pool.submit(self._grid, address, edges[i], edges[i + 1], records[i].ctypes.data)
                    for i in range(1, threads)]
@@ -149,9 +150,16 @@ class Executable:
         if failed:  # the first program in launch order that failed
             self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
 
+    def _record(self) -> np.ndarray:
+        """A thread's error record, followed by its scratch memory, 64-byte aligned."""
+        slots = codegen.ERROR_RECORD_SLOTS + self.scratch_bytes // 8
+        raw = np.zeros(slots + 8, dtype=np.int64)
+        start = (-raw.ctypes.data % 64) // 8
+        return raw[start:start + slots]
+
     # errors ----------------------------------------------------------------------------------------
     def _raise(self, record: np.ndarray, block: np.ndarray) -> None:
-        code, op_index, x, y, z, lane, address, extra = (int(v) for v in record)
+        code, op_index, x, y, z, lane, address, extra = (int(v) for v in record[:codegen.ERROR_RECORD_SLOTS])
         op = self.ops[op_index]
         pid = (x, y, z)
         name = self.fn.name
