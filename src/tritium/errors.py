@@ -134,6 +134,29 @@ class HintViolationError(TritonError, ValueError):
     """A ``tl.multiple_of`` / ``tl.max_contiguous`` hint is false for the values at run time."""
 
 
+class InternalError(TritonError, RuntimeError):
+    """A bug in tritium, not in the kernel: an unexpected exception inside the compiler, the
+    interpreter or a backend, re-raised with the kernel, its source line and the IR op being
+    compiled or executed (the original exception is chained as ``__cause__``)."""
+
+    def __init__(self, message: str, *, kernel: str = "", loc=None, opcode: str = ""):
+        self.kernel = kernel
+        self.loc = loc
+        self.opcode = opcode
+        super().__init__(message)
+
+
+def internal_error(error: BaseException, *, kernel: str, loc, opcode: str, where: str) -> InternalError:
+    """The InternalError for ``error`` raised while ``where`` ('the interpreter', 'the cpu backend')
+    handled the ``opcode`` op of ``kernel`` at ``loc``."""
+    what = f"the {opcode} op" if opcode else "a kernel"
+    message = render_location(loc, f"internal error in {where} while handling {what} of kernel '{kernel}': "
+                                   f"{type(error).__name__}: {error}",
+                              "this is a bug in tritium, not in the kernel; please report it with the kernel "
+                              "(another backend may run it meanwhile: TRITIUM_BACKEND=...)")
+    return InternalError(message, kernel=kernel, loc=loc, opcode=opcode)
+
+
 class KernelFault(TritonError):
     """A fault a running kernel made, found by the interpreter's checks (most of them in debug mode,
     ``TRITIUM_DEBUG=1``). ``loc`` is the kernel source position; ``program_ids`` the (x, y, z) ids

@@ -60,7 +60,8 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict:
-        return dict(getattr(self.executable, "asm", None) or {"ttir": str(self.ir)})
+        stages = getattr(self.executable, "asm", None) or {"ttir": str(self.ir)}
+        return {name: stages[name] for name in stages}  # a backend may make a stage when it is read
 
     def _option(self, name: str, default):
         value = getattr(self.options, name, None)

@@ -165,13 +165,11 @@ SHARED_FP32 = {"exp": "tritium_exp_f32", "exp2": "tritium_exp2_f32", "erf": "tri
 
 
 @functools.lru_cache(maxsize=None)
-def shared_functions_ir() -> str:
-    """LLVM IR defining ``float @tritium_<name>_f32(float)`` for exp, exp2 and erf: the bodies of the
-    interpreter's loops, for a compiled backend to link and inline, so that both give the same bits."""
-    return "\n".join([_DECLARATIONS,
-                      _scalar_function(SHARED_FP32["exp"], *_exp_f32_body(False)),
-                      _scalar_function(SHARED_FP32["exp2"], *_exp_f32_body(True)),
-                      _scalar_function(SHARED_FP32["erf"], *_erf_f32_body())])
+def shared_function_ir(name: str) -> str:
+    """LLVM IR defining ``float @tritium_<name>_f32(float)`` for ``name`` in exp, exp2, erf: the body of
+    the interpreter's loop, for a compiled backend to link and inline, so that both give the same bits."""
+    body = {"exp": lambda: _exp_f32_body(False), "exp2": lambda: _exp_f32_body(True), "erf": _erf_f32_body}[name]()
+    return _DECLARATIONS + "\n" + _scalar_function(SHARED_FP32[name], *body)
 
 
 _LOOPS = {

@@ -6,6 +6,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 from .. import config, knobs
+from ..errors import TritonError, internal_error
 from ..backends import registry
 from ..backends.base import Backend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
@@ -41,7 +42,13 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
           target: Optional[GPUTarget] = None) -> CompiledKernel:
     """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
     ``compiler.compile_ir``) on ``backend``; launchable with ``kernel[grid](...)``."""
-    compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages)
+    try:
+        compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages)
+    except TritonError:
+        raise
+    except Exception as error:  # not the kernel's mistake: the compiler's
+        raise internal_error(error, kernel=kernel_fn.__name__, loc=None, opcode="",
+                             where="the compiler") from error
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
     target = target if target is not None else backend.default_target()

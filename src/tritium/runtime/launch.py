@@ -266,4 +266,12 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
         return
-    kernel.executable.launch(grid3, arguments, stream, debug=bool(debug))
+    try:
+        kernel.executable.launch(grid3, arguments, stream, debug=bool(debug))
+    except TritonError:
+        raise
+    except Exception as error:  # not the kernel's mistake: the backend's
+        from ..errors import internal_error
+
+        raise internal_error(error, kernel=kernel.name, loc=None, opcode="",
+                             where=f"the {kernel.backend} backend's launch") from error

@@ -1,8 +1,9 @@
 """The native CPU backend: the tile IR compiled through LLVM for the host CPU, launched in-process.
 
 Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "asm" (the optimized
-machine code as text) and "obj" (the object file); all but "ttir" are kept in the disk cache,
-keyed by the IR, the backend version, the options and the host CPU's name and features. Placement, checks and the
+machine code as text, made when first read) and "obj" (the object file); "llir" and "obj" are kept
+in the disk cache, keyed by the IR, the backend version, the options and the host CPU's name and
+features. Placement, checks and the
 launch are described in docs/cpu-backend.md.
 """
 from __future__ import annotations
@@ -14,11 +15,38 @@ from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
-from ...errors import CompilationError, TritonError
+from ...errors import CompilationError, TritonError, internal_error
 from ..base import Backend, GPUTarget, Options
 from . import codegen
 
 NAME = "cpu"
+
+
+class _Stages(dict):
+    """The stages' outputs; "asm" (the optimized machine code as text) is made when first read."""
+
+    def __init__(self, stages):
+        super().__init__(stages)
+        if "llir" in stages:
+            super().__setitem__("asm", None)
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if value is None and name == "asm":
+            from . import jit
+
+            value = jit.assembly(super().__getitem__("llir"))
+            super().__setitem__("asm", value)
+        return value
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
+    def values(self):
+        return [self[name] for name in self]
 
 
 def _largest_block(fn: Function) -> int:
@@ -37,7 +65,7 @@ class CPUBackend(Backend):
     version = "1"
     devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "asm", "obj")
-    cached_stages = ("llir", "asm", "obj")
+    cached_stages = ("llir", "obj")
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
@@ -80,16 +108,13 @@ class CPUBackend(Backend):
                                    "run it on the interpreter: TRITIUM_BACKEND=interpreter") from None
         except TritonError:
             raise
-        except Exception as error:
+        except Exception as error:  # not the kernel's mistake: ours
             op = getattr(generator, "current", None)
-            raise CompilationError(getattr(op, "loc", None), f"internal error in the cpu backend while compiling the "
-                                   f"{getattr(op, 'opcode', '?')} op of kernel '{fn.name}': {type(error).__name__}: "
-                                   f"{error}", "this is a bug in tritium; run the kernel on the interpreter meanwhile: "
-                                   "TRITIUM_BACKEND=interpreter") from error
+            raise internal_error(error, kernel=fn.name, loc=getattr(op, "loc", None),
+                                 opcode=getattr(op, "opcode", ""), where="the cpu backend") from error
         llir = str(module)
-        optimized = jit.optimize(llir)
-        obj, asm = jit.emit(optimized)
-        return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "asm": asm, "obj": obj})
+        obj = jit.compile_to_object(llir)
+        return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import jit
@@ -104,5 +129,5 @@ class CPUBackend(Backend):
 
         launcher.register_print_hook()
         loaded = jit.LoadedObject(stages["obj"])
-        return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
+        return launcher.Executable(fn, loaded, _Stages(stages), generator.ops, generator.pointer_args, generator.provenance,
                                    _largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+import pickle
 import threading
 
 import llvmlite.binding as llvm
@@ -47,26 +49,42 @@ def target_machine():
     return _new_target_machine()
 
 
-def optimize(llvm_ir: str):
+def optimize(llvm_ir: str, vectorize: bool = True):
     """The parsed, verified and optimized (O3, loop and SLP vectorization) module of ``llvm_ir``."""
     _initialized()
-    from ...numerics.vector_math import shared_functions_ir
-
     with _lock:
-        module = llvm.parse_assembly(llvm_ir)
-        if "tritium_" in llvm_ir:  # calls the interpreter's shared fp32 functions: link their bodies
-            module.link_in(llvm.parse_assembly(shared_functions_ir()))
-        module.verify()
-        machine = target_machine()
-        module.triple = machine.triple
-        module.data_layout = str(machine.target_data)
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
-        options.loop_vectorization = True
-        options.slp_vectorization = True
-        options.loop_unrolling = True
-        builder = llvm.create_pass_builder(machine, options)
-        builder.getModulePassManager().run(module, builder)
-        return module
+        return _optimize_unlocked(llvm_ir, vectorize)
+
+
+def _optimize_unlocked(llvm_ir: str, vectorize: bool):
+    from ...numerics.vector_math import SHARED_FP32, shared_function_ir
+
+    module = llvm.parse_assembly(llvm_ir)
+    for name, symbol in SHARED_FP32.items():  # the interpreter's fp32 functions it calls: link their bodies
+        if symbol in llvm_ir:
+            module.link_in(llvm.parse_assembly(shared_function_ir(name)))
+    module.verify()
+    machine = target_machine()
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    options.loop_vectorization = vectorize
+    options.slp_vectorization = vectorize
+    options.loop_unrolling = True
+    builder = llvm.create_pass_builder(machine, options)
+    builder.getModulePassManager().run(module, builder)
+    for function in module.functions:  # a call to a symbol the process lacks would jump to address 0
+        if function.is_declaration and not function.name.startswith("llvm.") and \
+                not llvm.address_of_symbol(function.name):
+            raise RuntimeError(f"the compiled kernel calls {function.name}, which this process does not define")
+    return module
+
+
+def assembly(llvm_ir: str) -> str:
+    """The optimized machine code of ``llvm_ir`` as text (compiled again: asked for rarely)."""
+    module = optimize(llvm_ir)
+    with _lock:
+        return target_machine().emit_assembly(module)
 
 
 def emit(module) -> tuple[bytes, str]:
@@ -74,6 +92,58 @@ def emit(module) -> tuple[bytes, str]:
     machine = target_machine()
     with _lock:
         return machine.emit_object(module), machine.emit_assembly(module)
+
+
+def compile_to_object(llvm_ir: str) -> bytes:
+    """The object code of ``llvm_ir``, optimized. LLVM stops the whole process when one of its
+    internal assertions fails (some loops trip the vectorizer's cost models), so where the system can
+    fork, the compilation runs in a forked child: a child that dies is retried without vectorization,
+    and only when that dies too is it an error, with what LLVM printed."""
+    if not hasattr(os, "fork"):
+        return emit(optimize(llvm_ir))[0]
+    failures = []
+    for vectorize in (True, False):
+        result, message = _in_child(llvm_ir, vectorize)
+        if result is not None:
+            return result
+        failures.append(message)
+    raise RuntimeError("LLVM failed on this kernel (a bug in LLVM or in the IR tritium generated): "
+                       + failures[-1].strip()[-2000:])
+
+
+def _in_child(llvm_ir: str, vectorize: bool):
+    """(object, "") from a forked child, or (None, what the child printed on stderr)."""
+    _initialized()
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    with _lock:
+        pid = os.fork()
+        if pid == 0:  # the child: compile, send, leave without running the parent's exit handlers
+            status = 3
+            try:
+                os.close(out_read)
+                os.close(err_read)
+                os.dup2(err_write, 2)
+                import faulthandler
+
+                faulthandler.disable()  # an abort inside LLVM is reported by the parent, once
+                module = _optimize_unlocked(llvm_ir, vectorize)
+                machine = target_machine()
+                payload = pickle.dumps(machine.emit_object(module))
+                with os.fdopen(out_write, "wb") as pipe:
+                    pipe.write(payload)
+                status = 0
+            finally:
+                os._exit(status)
+    os.close(out_write)
+    os.close(err_write)
+    with os.fdopen(out_read, "rb") as pipe, os.fdopen(err_read, "rb") as errors:
+        payload = pipe.read()
+        printed = errors.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if status == 0 and payload:
+        return pickle.loads(payload), ""
+    return None, printed
 
 
 class LoadedObject:

@@ -22,7 +22,7 @@ import numpy as np
 from ... import config
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region
-from ...errors import render_location
+from ...errors import TritonError, internal_error, render_location
 from ...numerics import arithmetic as numerics
 from ...numerics import elementwise
 from . import analysis_check, checks
@@ -148,14 +148,20 @@ class Executor:
                 raise NotImplementedError(render_location(op.loc, f"the interpreter cannot execute '{op.opcode}' yet"))
             args = [env[v.id] for v in op.operands]
             outputs = NotImplemented
-            if op.opcode not in _PASS_AFFINE and any(type(a) is Affine for a in args):
-                special = affine_handlers.get(op.opcode)
-                if special is not None:
-                    outputs = special(self, op, args, active)
+            try:
+                if op.opcode not in _PASS_AFFINE and any(type(a) is Affine for a in args):
+                    special = affine_handlers.get(op.opcode)
+                    if special is not None:
+                        outputs = special(self, op, args, active)
+                    if outputs is NotImplemented:
+                        args = [_concrete(a) for a in args]
                 if outputs is NotImplemented:
-                    args = [_concrete(a) for a in args]
-            if outputs is NotImplemented:
-                outputs = handler(self, op, args, active)
+                    outputs = handler(self, op, args, active)
+            except TritonError:
+                raise
+            except Exception as error:  # not the kernel's mistake: ours
+                raise internal_error(error, kernel=self.fn.name, loc=op.loc, opcode=op.opcode,
+                                     where="the interpreter") from error
             if op.results:
                 if len(op.results) == 1 and not isinstance(outputs, list):
                     outputs = [outputs]
