@@ -359,3 +359,39 @@ def test_blocks_larger_than_a_thread_stack_live_in_scratch_memory(monkeypatch):
     ref = np.exp(rows - rows.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     assert np.abs(y.reshape(2, b) - ref).max() < 1e-9
+
+
+@triton.jit
+def _constancy_gather(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    o = tl.max_constancy(tl.multiple_of((i // 4) * 16, 16), 4)
+    tl.store(out_ptr + i, tl.load(x_ptr + 64 + o))
+
+
+def test_a_kernel_on_which_llvm_asserts_compiles_without_vectorizing(monkeypatch):
+    """LLVM 22's loop vectorizer stops the process with a failed assertion on this loop (its two cost
+    models disagree); the compilation runs in a child process and is retried without vectorization."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    _constancy_gather[(1,)](x, out, N=16)
+    assert out.tolist() == (64 + (np.arange(16) // 4) * 16).astype(np.float32).tolist()
+
+
+def test_an_unexpected_exception_inside_a_backend_is_an_internal_error_naming_the_op(monkeypatch):
+    from tritium.backends.interpreter import executor
+    from tritium.errors import InternalError
+
+    def broken(ex, op, args, active):
+        raise ValueError("simulated bug")
+
+    monkeypatch.setitem(executor._EXEC, "mul", broken)
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(InternalError) as info:
+        _scale[(1,)](x, np.zeros(8, np.float32), 8, B=8)
+    message = str(info.value)
+    assert "internal error in the interpreter while handling the mul op of kernel '_scale'" in message
+    assert "ValueError: simulated bug" in message and "bug in tritium" in message
+    assert "i = tl.program_id(0) * B + tl.arange(0, B)" in message  # the first mul: its line, with a caret
+    assert isinstance(info.value.__cause__, ValueError)
