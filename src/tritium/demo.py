@@ -11,18 +11,37 @@ import tritium as triton
 import tritium.language as tl
 
 
-def _backend_line() -> str:
+def _demo_backend() -> tuple[str, str]:
+    """(backend name, why): TRITIUM_BACKEND when set, else the compiled CPU backend when it can run
+    here, else the first backend serving CPU tensors."""
     from . import config
     from .backends import registry
 
     requested = config.backend_name()
-    name = registry.for_device("cpu", requested or None).name
     if requested:
-        why = f"TRITIUM_BACKEND={requested} asks for it"
+        return registry.for_device("cpu", requested).name, f"TRITIUM_BACKEND={requested} asks for it"
+    if registry.get("cpu").is_available():
+        return "cpu", "the fastest backend here (TRITIUM_BACKEND=interpreter runs the checked interpreter)"
+    return registry.for_device("cpu").name, "the first available backend for CPU tensors"
+
+
+def _backend_line(name: str, why: str) -> str:
+    if name == "cpu":
+        from .backends.cpu.launcher import thread_count
+
+        how = (f"each kernel compiled through LLVM for this CPU, programs on {thread_count()} threads, every load "
+               "and store still bounds-checked")
     else:
-        why = "the first available backend for CPU tensors (TRITIUM_BACKEND picks another)"
-    return (f"backend: {name} -- {why}; it runs a batch of programs per numpy call and bounds-checks every "
-            "load and store")
+        how = "it runs a batch of programs per numpy call and bounds-checks every load and store"
+    return f"backend: {name} -- {why}; {how}"
+
+
+def _compute_threads(backend: str) -> int:
+    if backend == "cpu":
+        from .backends.cpu.launcher import thread_count
+
+        return thread_count()
+    return 1
 
 
 def _bench(fn) -> float:
@@ -109,7 +128,7 @@ def _ops_rows() -> None:
               f"{both_ours:>9.1f}/{both_theirs:<6.1f}")
 
 
-def ops_table() -> None:
+def ops_table(backend: str = "interpreter") -> None:
     import torch
 
     from .ops.matmul import matmul_kernel
@@ -117,7 +136,8 @@ def ops_table() -> None:
     print(f"{'op':<18}{'size':<20}{'error vs torch':>16}{'forward ms':>16}{'fwd+bwd ms':>16}")
     print(f"{'':<18}{'':<20}{'(relative)':>16}{'tritium/torch':>16}{'tritium/torch':>16}")
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the interpreter computes on one core: time torch on one too
+    compute = _compute_threads(backend)
+    torch.set_num_threads(compute)  # torch on as many cores as tritium's kernels
     try:
         _ops_rows()
     finally:
@@ -129,8 +149,8 @@ def ops_table() -> None:
                   f"{os.path.join(_cache_dir(), 'autotune')} for the next run")
     print(f"(matmul: {tuning}; best {matmul_kernel.best_config.kwargs})")
     print("(error: max |tritium - torch| / max |torch| over the output and every input's gradient, with the same\n"
-          " non-uniform grad_output; times: the fastest of a few calls by triton.testing.do_bench, torch on one\n"
-          " thread as the interpreter is)")
+          " non-uniform grad_output; times: the fastest of a few calls by triton.testing.do_bench, torch on "
+          f"{compute}\n thread{'s' if compute > 1 else ''}, as many as tritium's kernels use)")
 
 
 def _cache_dir() -> str:
@@ -193,10 +213,19 @@ def main() -> int:
     torch.manual_seed(0)
     print("tritium demo: the ops of tritium.ops (kernels in tritium's language, wired into torch.autograd),")
     print("run forward and backward, checked against torch and timed beside it")
-    print(_backend_line() + "\n")
-    ops_table()
-    chain_rule_story()
-    out_of_bounds_story()
+    name, why = _demo_backend()
+    print(_backend_line(name, why) + "\n")
+    saved = os.environ.get("TRITIUM_BACKEND")
+    os.environ["TRITIUM_BACKEND"] = name
+    try:
+        ops_table(name)
+        chain_rule_story()
+        out_of_bounds_story()
+    finally:
+        if saved is None:
+            os.environ.pop("TRITIUM_BACKEND", None)
+        else:
+            os.environ["TRITIUM_BACKEND"] = saved
     print(f"\n(demo ran in {time.perf_counter() - started:.1f} s)")
     return 0
 
