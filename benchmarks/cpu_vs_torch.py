@@ -6,8 +6,9 @@
 The cases are those of ``interpreter_vs_triton.py`` (the kernels in ``kernels.py``, written
 against Triton's API). In one process, for each case: the kernel on the CPU backend (one warm-up
 launch, which compiles, then the median of N launches), torch eager doing the same work, and with
-``--interpreter`` the interpreter; every result is checked against torch within the case's stated
-tolerance. Printed: the times and the ratio torch ms / cpu ms (above 1: the compiled kernel is
+``--interpreter`` the interpreter, with ``--checks-cost`` the kernels compiled without bounds
+checks (and the checks' cost: checked ms / unchecked ms - 1); every result is checked against
+torch within the case's stated tolerance. Printed: the times and the ratio torch ms / cpu ms (above 1: the compiled kernel is
 faster). The process exits non-zero when a result misses its tolerance.
 """
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--interpreter", action="store_true", help="also time tritium's interpreter")
     parser.add_argument("--threads", type=int, default=0, help="TRITIUM_NUM_THREADS (0: the affinity's CPUs)")
+    parser.add_argument("--checks-cost", action="store_true",
+                        help="also time the kernels compiled without bounds checks (TRITIUM_BOUNDS_CHECKS=0)")
     args = parser.parse_args(argv)
     if args.threads:
         os.environ["TRITIUM_NUM_THREADS"] = str(args.threads)
@@ -44,6 +47,8 @@ def main(argv=None) -> int:
     header = f"{'case':<13}{'size':<44}{'cpu ms':>9}{'torch ms':>10}{'torch/cpu':>10}"
     if args.interpreter:
         header += f"{'interp ms':>11}"
+    if args.checks_cost:
+        header += f"{'unchecked':>10}{'checks':>8}"
     print(header + "  check")
     failures = 0
     for name in names:
@@ -61,9 +66,27 @@ def main(argv=None) -> int:
             os.environ["TRITIUM_BACKEND"] = "interpreter"
             interp_ms, _ = bench.median_ms(lambda: case.launch(inputs), max(1, args.repeat // 3))
             line += f"{interp_ms:>11.2f}"
+        if args.checks_cost:
+            os.environ["TRITIUM_BACKEND"] = "cpu"
+            _recompile(kernels, unchecked=True)
+            unchecked_ms, _ = bench.median_ms(lambda: case.launch(inputs), args.repeat)
+            _recompile(kernels, unchecked=False)
+            line += f"{unchecked_ms:>10.2f}{cpu_ms / unchecked_ms - 1:>+8.0%}"
         os.environ.pop("TRITIUM_BACKEND", None)
         print(line + f"  {'ok' if ok else 'FAILED'} (max err {error:.2e})", flush=True)
     return 1 if failures else 0
+
+
+def _recompile(kernels, unchecked: bool) -> None:
+    """Kernels compile again, with (or without) bounds checks."""
+    if unchecked:
+        os.environ["TRITIUM_BOUNDS_CHECKS"] = "0"
+    else:
+        os.environ.pop("TRITIUM_BOUNDS_CHECKS", None)
+    for value in vars(kernels).values():
+        cache = getattr(value, "cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 if __name__ == "__main__":

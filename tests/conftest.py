@@ -32,10 +32,17 @@ def _host_memory_backends() -> list[str]:
 
 @pytest.fixture(params=_host_memory_backends())
 def backend(request, monkeypatch) -> str:
-    """Runs the test once on every available backend that launches on host memory (today the
-    interpreter), with TRITIUM_BACKEND naming it."""
+    """Runs the test once on every available backend that launches on host memory (the compiled CPU
+    backend and the interpreter), with TRITIUM_BACKEND naming it."""
     monkeypatch.setenv("TRITIUM_BACKEND", request.param)
     return request.param
+
+
+@pytest.fixture
+def on_the_interpreter(monkeypatch):
+    """For tests of the interpreter itself (its run-time check of the compiler's analyses, what it
+    keeps on disk): their kernels run on it whatever the default backend is."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
 
 
 @pytest.fixture(autouse=True)

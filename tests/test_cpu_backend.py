@@ -395,3 +395,33 @@ def test_an_unexpected_exception_inside_a_backend_is_an_internal_error_naming_th
     assert "ValueError: simulated bug" in message and "bug in tritium" in message
     assert "i = tl.program_id(0) * B + tl.arange(0, B)" in message  # the first mul: its line, with a caret
     assert isinstance(info.value.__cause__, ValueError)
+
+
+@triton.jit
+def _histogram_kernel(x_ptr, out_ptr, N: tl.constexpr, BINS: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(tl.load(x_ptr + tl.arange(0, N)), BINS))
+
+
+def test_an_op_the_cpu_backend_cannot_lower_runs_on_the_interpreter_with_a_note(monkeypatch):
+    from tritium.backends import registry
+    from tritium.backends.cpu import codegen
+    from tritium.errors import NotLoweredError
+
+    def refuse(self, op):
+        raise codegen.UnsupportedOp("the histogram op")
+
+    monkeypatch.setattr(codegen.Codegen, "lower_histogram", refuse)
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    x = (np.arange(64) % 8).astype(np.int32)
+    out = np.zeros(8, np.int32)
+    registry.register("cpu", "tritium.backends.cpu:CPUBackend", first=True)  # the default backend here
+    try:
+        with pytest.warns(RuntimeWarning, match=r"cannot compile the histogram op .*\n(.*\n)*note: kernel "
+                                                r"'_histogram_kernel' runs on the interpreter instead"):
+            compiled = _histogram_kernel[(1,)](x, out, N=64, BINS=8)
+    finally:
+        registry.reset()
+    assert compiled.backend == "interpreter" and out.tolist() == [8] * 8
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")  # asked for by name: an error at the op's line
+    with pytest.raises(NotLoweredError, match="tl.histogram"):
+        triton.jit(_histogram_kernel.fn)[(1,)](x, out, N=64, BINS=8)

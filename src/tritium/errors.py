@@ -63,6 +63,11 @@ class CompilationError(InterpreterError):
         super().__init__(render_location(loc, error, hint))
 
 
+class NotLoweredError(CompilationError):
+    """A backend cannot lower an op of this kernel yet. When that backend was chosen by default
+    (not by TRITIUM_BACKEND), the kernel runs on the interpreter instead, with a note."""
+
+
 class CompileTimeAssertionFailure(CompilationError):
     """A ``tl.static_assert`` is false for these constexprs (the autotuner skips such configs)."""
 

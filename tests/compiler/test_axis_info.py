@@ -18,6 +18,9 @@ from tritium.compiler import ASTSource, compile_source
 from tritium.compiler.analysis import AxisInfo, analyze_axis_info, axis_info, axis_rules
 from tritium.compiler.analysis.axis_info import MAX_DIVISIBILITY, make
 
+# The interpreter checks the analyses' claims against the values it computes: these tests run on it.
+pytestmark = pytest.mark.usefixtures("on_the_interpreter")
+
 
 def _function(kernel, signature: str, **constexprs):
     return compile_source(ASTSource(kernel, signature, constexprs=constexprs)).function

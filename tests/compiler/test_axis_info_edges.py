@@ -22,6 +22,9 @@ from tritium.backends.interpreter import analysis_check
 from tritium.compiler import ASTSource, compile_source
 from tritium.compiler.analysis import analyze_axis_info, axis_rules
 
+# The interpreter checks the analyses' claims against the values it computes: these tests run on it.
+pytestmark = pytest.mark.usefixtures("on_the_interpreter")
+
 N = 16
 BASE = 1024  # keeps every offset inside x
 PROGRAMS = 4

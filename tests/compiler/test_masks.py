@@ -17,6 +17,9 @@ from tritium.backends.interpreter.analysis_check import AnalysisClaimError
 from tritium.compiler import ASTSource, compile_source
 from tritium.compiler.analysis import MaskBound, analyze_axis_info, classify_mask, masks
 
+# The interpreter checks the analyses' claims against the values it computes: these tests run on it.
+pytestmark = pytest.mark.usefixtures("on_the_interpreter")
+
 
 def _function(kernel, signature: str, **constexprs):
     return compile_source(ASTSource(kernel, signature, constexprs=constexprs)).function

@@ -6,7 +6,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 from .. import config, knobs
-from ..errors import TritonError, internal_error
+from ..errors import NotLoweredError, TritonError, internal_error
 from ..backends import registry
 from ..backends.base import Backend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
@@ -30,6 +30,21 @@ def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
     return executable
 
 
+_noted: set = set()
+
+
+def _note_interpreter_fallback(kernel: str, backend: str, error: NotLoweredError) -> None:
+    """Once per kernel and op: the kernel runs on the interpreter, because ``backend`` cannot lower it."""
+    import warnings
+
+    key = (kernel, backend, error.error)
+    if key in _noted:
+        return
+    _noted.add(key)
+    warnings.warn(f"{error}\nnote: kernel '{kernel}' runs on the interpreter instead (TRITIUM_BACKEND={backend} "
+                  "makes this an error)", RuntimeWarning, stacklevel=2)
+
+
 def _dump_stages(name: str, asm: Mapping) -> None:
     """``TRITIUM_DUMP=<stage>``: a backend stage's output on stderr (``ir`` is the compiler's)."""
     for stage in sorted(config.dump_stages() & set(asm)):
@@ -51,8 +66,15 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
                              where="the compiler") from error
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
+    try:
+        executable = _executable(backend, compiled_ir.function, options, target or backend.default_target())
+    except NotLoweredError as error:
+        if config.backend_name() or backend.name == "interpreter":
+            raise  # asked for by name: its refusal stands
+        _note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
+        interpreter = registry.get("interpreter")
+        return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
     target = target if target is not None else backend.default_target()
-    executable = _executable(backend, compiled_ir.function, options, target)
     kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,
                             fn=kernel_fn, specs=dict(specs), launcher=launch_direct)
     _dump_stages(kernel.name, executable.asm)

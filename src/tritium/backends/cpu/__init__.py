@@ -15,7 +15,7 @@ from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
-from ...errors import CompilationError, TritonError, internal_error
+from ...errors import NotLoweredError, TritonError, internal_error
 from ..base import Backend, GPUTarget, Options
 from . import codegen
 
@@ -47,6 +47,14 @@ class _Stages(dict):
 
     def values(self):
         return [self[name] for name in self]
+
+
+def bounds_checks() -> bool:
+    """TRITIUM_BOUNDS_CHECKS=0 compiles kernels without their bounds checks (a stray access is then
+    undefined, as on a GPU); the setting is part of the target, so both kinds are cached apart."""
+    import os
+
+    return os.environ.get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _largest_block(fn: Function) -> int:
@@ -89,7 +97,7 @@ class CPUBackend(Backend):
 
         triple, cpu, features = jit.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
-        return GPUTarget("cpu", f"{cpu}-{digest}", 1)
+        return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if bounds_checks() else "-unchecked"), 1)
 
     def parse_options(self, options) -> Options:
         return Options(**{**super().parse_options(options).as_dict(), "debug": None})
@@ -98,12 +106,12 @@ class CPUBackend(Backend):
         from . import jit
 
         triple, _, _ = jit.host_cpu()
-        generator = codegen.Codegen(fn, triple)
+        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"))
         try:
             module = generator.build()
         except (codegen.UnsupportedOp, NotImplementedError) as error:
             op = getattr(generator, "current", None)
-            raise CompilationError(getattr(op, "loc", None),
+            raise NotLoweredError(getattr(op, "loc", None),
                                    f"the cpu backend cannot compile {error} in kernel '{fn.name}' yet",
                                    "run it on the interpreter: TRITIUM_BACKEND=interpreter") from None
         except TritonError:
@@ -120,7 +128,7 @@ class CPUBackend(Backend):
         from . import jit
 
         triple, _, _ = jit.host_cpu()
-        generator = codegen.Codegen(fn, triple)
+        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"))
         generator.build()  # the op table and pointer facts the launcher reports errors with
         return self._executable(fn, generator, {"ttir": str(fn), **asm})
 

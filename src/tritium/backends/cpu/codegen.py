@@ -83,8 +83,9 @@ class Buffer:
 
 
 class Codegen:
-    def __init__(self, fn: Function, target_triple: str, data_layout: str = ""):
+    def __init__(self, fn: Function, target_triple: str, data_layout: str = "", checks: bool = True):
         self.fn = fn
+        self.checks = checks  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
         self.module = ir.Module(name=fn.name)
         self.module.triple = target_triple
         if data_layout:
@@ -695,6 +696,8 @@ class Codegen:
             first = b.ptrtoint(self.value_at(pointer, idx), I64)
             last = b.add(first, ir.Constant(I64, (run - 1) * size))
             widen(first, b.add(last, ir.Constant(I64, size)))
+            if not self.checks:
+                return
             ok = b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
             if mask is None:
                 b.store(b.or_(b.load(bad), b.not_(ok)), bad)
@@ -711,7 +714,8 @@ class Codegen:
             self.if_then(b.not_(ok), lanes_of_run)
 
         def lane(idx):
-            b.store(b.or_(b.load(bad), lane_is_bad(idx)), bad)
+            if self.checks:
+                b.store(b.or_(b.load(bad), lane_is_bad(idx)), bad)
             if extent is not None:
                 address = b.ptrtoint(self.value_at(pointer, idx), I64)
                 widen(address, b.add(address, ir.Constant(I64, size)))
@@ -719,15 +723,16 @@ class Codegen:
         if extent is not None:
             b.store(ir.Constant(I64, -1), extent[0])
             b.store(ir.Constant(I64, 0), extent[1])
-        if run > 1:
+        if run > 1 and (self.checks or extent is not None):
             self._runs_only(shape, run, at_run)
-        else:
+        elif run == 1 and (self.checks or extent is not None):
             self.loop_nest(shape, lane)
         every = None
         if mask is not None:
             every = self.flag(True)
             self.loop_nest(_shape(mask.type), lambda idx: b.store(b.and_(b.load(every), self.value_at(mask, idx)), every))
-        self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
+        if self.checks:
+            self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
         return every
 
     def _runs_only(self, shape, run, at_run) -> None:

@@ -26,12 +26,13 @@ Accuracy of the fp32 functions
 ------------------------------
 The maximum distance in ulp to the correctly rounded result (the fp64 reference rounded to fp32;
 the distance counts the fp32 values between the two, so powers of two and subnormals need no
-special care; NaN and infinities must match exactly), measured by ``benchmarks/math_ulp.py`` on
-every 61st fp32 bit pattern (70 million inputs per function, all binades, subnormals included),
-on every 7th for exp, exp2, log, log2, sigmoid, tanh, erf, expm1, log1p and rsqrt, and on 2^24
-random pairs plus 2^24 typical ones for the two-argument functions. ``tests/backends/
-test_llvm_math.py`` asserts these bounds on 200k samples per function. "0" means correctly rounded
-on every input checked; the bound claimed for those is still 1 (fp64 internals, one rounding).
+special care; NaN and infinities must match exactly), measured with ``benchmarks/math_ulp.py``'s
+harness on every 61st fp32 bit pattern (70 million inputs per function, all binades, subnormals
+included); on every 7th for exp, exp2, log, log2, sigmoid, tanh, erf, expm1, log1p and rsqrt
+(613 million), every 3rd below 2^19 for sin and cos, every 5th of [0, 1] for erfinv, every 7th
+below 2^44 for tan; on 2^24 random pairs plus 2^24 typical ones for the two-argument functions.
+``tests/backends/test_llvm_math.py`` asserts these bounds on 200k samples per function. "measured
+0" means correctly rounded on every input checked; the bound claimed is still 1.
 
 ==============  ===  ==========================================================================
 function        ulp  domain where the bound holds; notes
@@ -49,9 +50,9 @@ tanh            1    all; +-1 from |x| = 9.01
 erf             1    all
 erfc            1    all (fp64 internally)
 erfinv          1    [-1, 1]; +-inf at +-1, NaN outside
-sin, cos        1    |x| < 2^19 (every 3rd input below 2^19 checked); 2 ulp below 2^21; from
-                     2^22 on not accurate (the fp32 reduction fails), results stay in [-1, 1]
-tan             1    |x| < 2^44 (reduction in fp64); not accurate beyond
+sin, cos        1    |x| < 2^19; 2 ulp below 2^21 (sampled); from 2^22 on not accurate (the fp32
+                     reduction fails), but the results stay in [-1, 1]
+tan             1    |x| < 2^44 (reduction in fp64); not accurate beyond (may even be +-inf)
 asin, acos      1    [-1, 1]
 atan            1    all
 atan2           1    all pairs (sampled); C99's special cases
