@@ -17,7 +17,6 @@ these latency-bound loops against Horner's and Clenshaw's recurrences.
 """
 from __future__ import annotations
 
-import functools
 import math
 import struct
 
@@ -154,22 +153,6 @@ def _erf_f32_body() -> tuple[str, str]:
 
 def _erf_loop_ir() -> str:
     return native_loops.map_loop("erf_f32", "float", "float", *_erf_f32_body(), _DECLARATIONS)
-
-
-def _scalar_function(name: str, body: str, out: str) -> str:
-    return f"define linkonce_odr float @{name}(float %x) alwaysinline {{\nentry:\n{body}\n  ret float {out}\n}}\n"
-
-
-# The names compiled backends call for these functions on one fp32 lane.
-SHARED_FP32 = {"exp": "tritium_exp_f32", "exp2": "tritium_exp2_f32", "erf": "tritium_erf_f32"}
-
-
-@functools.lru_cache(maxsize=None)
-def shared_function_ir(name: str) -> str:
-    """LLVM IR defining ``float @tritium_<name>_f32(float)`` for ``name`` in exp, exp2, erf: the body of
-    the interpreter's loop, for a compiled backend to link and inline, so that both give the same bits."""
-    body = {"exp": lambda: _exp_f32_body(False), "exp2": lambda: _exp_f32_body(True), "erf": _erf_f32_body}[name]()
-    return _DECLARATIONS + "\n" + _scalar_function(SHARED_FP32[name], *body)
 
 
 _LOOPS = {

@@ -22,6 +22,20 @@ from . import codegen
 NAME = "cpu"
 
 
+def _code_digest() -> str:
+    """A digest of the source files that decide the code this backend generates (this folder and
+    backends/llvm/), so cached objects never outlive them."""
+    import pathlib
+
+    here = pathlib.Path(__file__).resolve().parent
+    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 class _Stages(dict):
     """The stages' outputs; "asm" (the optimized machine code as text) is made when first read."""
 
@@ -70,7 +84,7 @@ class CPUBackend(Backend):
     """Compiled code for the host CPU, threaded over the grid, every access checked."""
 
     name = NAME
-    version = "1"
+    version = "1-" + _code_digest()  # the generated code changes with the generator's source
     devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")

@@ -63,14 +63,9 @@ def _wide_vectors() -> bool:
 
 
 def _optimize_unlocked(llvm_ir: str, vectorize: bool):
-    from ...numerics.vector_math import SHARED_FP32, shared_function_ir
-
     if _wide_vectors():  # AVX-512: let the vectorizer use all 16 fp32 lanes (LLVM's default is 8)
         llvm_ir = re.sub(r'^(define [^\n]*?)\{$', r'\1 "prefer-vector-width"="512" {', llvm_ir, flags=re.M)
     module = llvm.parse_assembly(llvm_ir)
-    for name, symbol in SHARED_FP32.items():  # the interpreter's fp32 functions it calls: link their bodies
-        if symbol in llvm_ir:
-            module.link_in(llvm.parse_assembly(shared_function_ir(name)))
     module.verify()
     machine = target_machine()
     module.triple = machine.triple

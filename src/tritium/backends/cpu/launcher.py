@@ -61,6 +61,15 @@ def _workers(count: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _tune_malloc() -> None:
+    """As the interpreter does at its first launch: glibc keeps freed blocks for reuse, so the
+    outputs a caller allocates for each launch are not faulted in page by page every time
+    (TRITIUM_MALLOC_TUNING=0 leaves malloc alone; see backends/interpreter/allocator.py)."""
+    from ..interpreter import allocator
+
+    allocator.tune_once()
+
+
 def _slot(value, ty) -> int:
     """One run-time scalar argument as the 64 bits of its args-block slot."""
     scalar = ty
@@ -92,6 +101,7 @@ class Executable:
         self.token = id(self)
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
+        _tune_malloc()
         debug = config.debug_mode() if debug is None else bool(debug)
         if debug:
             # Debug mode's checks (races, overflow, conversions) are the interpreter's.

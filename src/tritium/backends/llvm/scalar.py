@@ -300,9 +300,6 @@ _MATH_NAMES = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sin"
                "erf": "erf", "rsqrt": "rsqrt"}
 
 
-from ...numerics.vector_math import SHARED_FP32 as _SHARED  # noqa: E402
-
-
 def math_call(b, name: str, args, dtype):
     from . import math
 
@@ -312,9 +309,6 @@ def math_call(b, name: str, args, dtype):
     elif name in ("floor", "ceil", "trunc", "rint", "fabs"):
         intrinsic = {"rint": "roundeven"}.get(name, name)
         result = _intrinsic(b, f"llvm.{intrinsic}.{_fsuffix(wide[0].type)}", wide[0].type, wide)
-    elif name in _SHARED and wide[0].type == F32:
-        # the interpreter's own fp64-evaluated, once-rounded function: both give the same bits
-        result = _intrinsic(b, _SHARED[name], F32, wide)
     elif name == "rsqrt":
         root = _intrinsic(b, f"llvm.sqrt.{_fsuffix(wide[0].type)}", wide[0].type, wide)
         result = b.fdiv(ir.Constant(wide[0].type, 1.0), root)
