@@ -187,5 +187,3 @@ def _converted(b, x, source, target):
 def _truncate_tf32(b, x):
     return b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
 
-
-__all__ = ["lower_dot", "I64"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from .types import F32, F64, I1, I16, I32, I64, I8, arithmetic_type, is_narrow_float, register_type
+from .types import F32, F64, I1, I32, I64, is_narrow_float, register_type
 
 
 @dataclass(frozen=True)
@@ -259,5 +259,3 @@ def from_arithmetic(b: ir.IRBuilder, x, dtype):
     """An fp32 result back in ``dtype``'s register type (narrow floats rounded to nearest even)."""
     return narrow_from_f32(b, x, dtype) if is_narrow_float(dtype) else x
 
-
-__all__ = ["cast", "widen_to_f32", "narrow_from_f32", "to_arithmetic", "from_arithmetic", "arithmetic_type", "I8", "I16"]

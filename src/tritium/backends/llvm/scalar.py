@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 
 from . import casts
 from ...compiler.ir import types as _T
-from .types import F32, F64, I1, I32, I64, arithmetic_type, constant, is_narrow_float, register_type
+from .types import F32, F64, I1, I32, I64, is_narrow_float, register_type
 
 _FP64 = _T.float64
 
@@ -296,10 +296,6 @@ def lower_int_to_ptr(b, op, args):
 
 
 # math ---------------------------------------------------------------------------------------------------
-_MATH_NAMES = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sin": "sin", "cos": "cos",
-               "erf": "erf", "rsqrt": "rsqrt"}
-
-
 def math_call(b, name: str, args, dtype):
     from . import math
 
@@ -321,16 +317,11 @@ def math_call(b, name: str, args, dtype):
 
 def _lower_math(b, op, args):
     ty = _result(op)
-    return math_call(b, _MATH_NAMES.get(op.opcode, op.opcode), args, ty)
+    return math_call(b, op.opcode, args, ty)
 
 
 for _name in ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil"):
     LOWER[_name] = _lower_math
-
-# libdevice functions computed from the ops above, by name (the rest come from math.emit)
-_LIBDEVICE_ALIASES = {"sqrt": "sqrt", "fast_expf": "exp", "fast_logf": "log", "fast_dividef": None,
-                      "div_rn": None, "abs": "fabs", "round": "round", "nearbyint": "rint"}
-
 
 @lowers("libdevice")
 def lower_libdevice(b, op, args):
@@ -355,11 +346,6 @@ def lower_libdevice(b, op, args):
     return result
 
 
-def constant_lane(dtype, value):
-    return constant(dtype, value)
-
-
-__all__ = ["LOWER", "lower_op", "float_extremum", "int_extremum", "math_call", "arithmetic_type", "I32", "F64"]
 
 
 # random numbers -------------------------------------------------------------------------------------
