@@ -41,10 +41,11 @@ def main(argv=None) -> int:
     import interpreter_vs_triton as bench
     import kernels
 
-    names = [n for n in args.cases.split(",") if n] or list(bench.CASES)
+    cases = {**bench.CASES, **_library_cases(bench, kernels, torch)}
+    names = [n for n in args.cases.split(",") if n] or list(cases)
     threads = torch.get_num_threads()
     print(f"CPU backend vs torch {torch.__version__} eager ({threads} threads), median of {args.repeat}")
-    header = f"{'case':<13}{'size':<44}{'cpu ms':>9}{'torch ms':>10}{'torch/cpu':>10}"
+    header = f"{'case':<15}{'size':<44}{'cpu ms':>9}{'torch ms':>10}{'torch/cpu':>10}"
     if args.interpreter:
         header += f"{'interp ms':>11}"
     if args.checks_cost:
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     print(header + "  check")
     failures = 0
     for name in names:
-        case = bench.CASES[name](kernels, torch)
+        case = cases[name](kernels, torch)
         torch.manual_seed(bench.SEED)
         inputs = case.build()
         reference_ms, reference = bench.median_ms(lambda: case.reference(inputs), args.repeat)
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
         error = (result.float() - reference.float()).abs().max().item()
         ok = error <= case.tolerance(reference.float())
         failures += not ok
-        line = f"{name:<13}{case.size:<44}{cpu_ms:>9.2f}{reference_ms:>10.2f}{reference_ms / cpu_ms:>10.2f}"
+        line = f"{name:<15}{case.size:<44}{cpu_ms:>9.2f}{reference_ms:>10.2f}{reference_ms / cpu_ms:>10.2f}"
         if args.interpreter:
             os.environ["TRITIUM_BACKEND"] = "interpreter"
             interp_ms, _ = bench.median_ms(lambda: case.launch(inputs), max(1, args.repeat // 3))
@@ -75,6 +76,54 @@ def main(argv=None) -> int:
         os.environ.pop("TRITIUM_BACKEND", None)
         print(line + f"  {'ok' if ok else 'FAILED'} (max err {error:.2e})", flush=True)
     return 1 if failures else 0
+
+
+def _library_cases(bench, kernels, torch) -> dict:
+    """More cases: tritium.ops' kernels (forward, and forward + backward through torch.autograd),
+    and the tiled matmul at the sizes where a BLAS is at full speed."""
+    import tritium.ops as ops
+
+    F = torch.nn.functional
+    rows, cols, vocab = 4096, 1024, 32000
+
+    def op_case(size, make, ours, theirs, atol, why, backward=False):
+        def run(fn):
+            def go(d):
+                leaves = [x.detach().requires_grad_(backward) for x in d["inputs"]]
+                out = fn(*leaves)
+                if backward:
+                    out.backward(d["grad"] if out.dim() else None)
+                    return torch.cat([out.detach().reshape(-1)] + [x.grad.reshape(-1) for x in leaves])
+                return out.detach()
+            return go
+
+        def build():
+            inputs = make()
+            with torch.no_grad():
+                sample = theirs(*inputs)
+            return {"inputs": inputs, "grad": torch.randn(sample.shape) if sample.dim() else None}
+
+        return lambda k, t: bench.Case(size, build, run(ours), run(theirs), atol=atol, why=why)
+
+    def tiled(size, tile):
+        return lambda k, t: bench._matmul_case(k, t, size, tile, t.float32)
+
+    x2 = lambda: [torch.randn(rows, cols) * 2]  # noqa: E731
+    return {
+        "log_softmax": op_case(f"{rows}x{cols} fp32", x2, ops.log_softmax, lambda x: torch.log_softmax(x, -1),
+                               1e-5, "|y| <~ 20: a few fp32 ulps"),
+        "rms_norm": op_case(f"{rows}x{cols} fp32", lambda: [torch.randn(rows, cols), torch.randn(cols)], ops.rms_norm,
+                            lambda x, w: F.rms_norm(x, (cols,), w, 1e-6), 1e-5, "|y| <~ 20: a few fp32 ulps"),
+        "cross_entropy": op_case(f"64x{vocab} fp32", lambda: [torch.randn(64, vocab) * 3],
+                                 lambda x: ops.cross_entropy(x, torch.arange(64) * 7),
+                                 lambda x: F.cross_entropy(x, torch.arange(64) * 7), 1e-5, "a mean of 64 losses ~ 10"),
+        "layernorm_bwd": op_case(f"{rows}x{cols} fp32, fwd+bwd", lambda: [torch.randn(rows, cols), torch.randn(cols),
+                                                                         torch.randn(cols)],
+                                 ops.layer_norm, lambda x, w, b: F.layer_norm(x, (cols,), w, b), 1e-3,
+                                 "gradients summed over 4096 rows in fp32", backward=True),
+        "matmul_1024": tiled(1024, (64, 64, 32)),
+        "matmul_2048": tiled(2048, (64, 64, 32)),
+    }
 
 
 def _recompile(kernels, unchecked: bool) -> None:
