@@ -425,3 +425,25 @@ def test_an_op_the_cpu_backend_cannot_lower_runs_on_the_interpreter_with_a_note(
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")  # asked for by name: an error at the op's line
     with pytest.raises(NotLoweredError, match="tl.histogram"):
         triton.jit(_histogram_kernel.fn)[(1,)](x, out, N=64, BINS=8)
+
+
+def test_unchecked_code_is_a_target_of_its_own_and_computes_the_same(monkeypatch):
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_BOUNDS_CHECKS", "0")
+    x = np.random.default_rng(10).standard_normal(1000).astype(np.float32)
+    y = np.zeros_like(x)
+    compiled = triton.jit(_scale.fn)[(4,)](x, y, 1000, B=256)
+    assert compiled.target.arch.endswith("-unchecked")
+    assert np.array_equal(y, x * np.float32(3.0))
+    monkeypatch.setenv("TRITIUM_BOUNDS_CHECKS", "1")
+    assert not triton.jit(_scale.fn)[(4,)](x, y, 1000, B=256).target.arch.endswith("-unchecked")
+
+
+def test_a_thread_count_that_is_not_a_number_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_NUM_THREADS", "many")
+    x = np.zeros(1 << 20, np.float32)
+    from tritium.errors import SettingError
+
+    with pytest.raises(SettingError, match="TRITIUM_NUM_THREADS=.many.: give a number of threads"):
+        _scale[(1 << 12,)](x, np.zeros_like(x), 1 << 20, B=256)

@@ -24,7 +24,7 @@ def dump_stages() -> set[str]:
 def backend_name() -> str:
     """TRITIUM_BACKEND (``knobs.runtime.backend``): the backend that runs every launch, by name (see
     ``tritium.backends.registry``); "" (unset) picks the first available backend serving the
-    device the arguments' memory is on (host memory: the interpreter, today)."""
+    device the arguments' memory is on (host memory: the interpreter, then the cpu compiler)."""
     return str(knobs.runtime.backend or "").strip().lower()
 
 
@@ -44,6 +44,32 @@ def batch_elements() -> int:
     """TRITIUM_BATCH_ELEMENTS: the interpreter runs as many programs at once as keep the largest
     block of one value under this many elements (default 2**18)."""
     return int(os.environ.get("TRITIUM_BATCH_ELEMENTS", str(1 << 18)))
+
+
+def num_threads() -> int:
+    """TRITIUM_NUM_THREADS: worker threads the compiled CPU backend splits a grid over (0 or unset:
+    as many as the CPUs this process may run on)."""
+    text = os.environ.get("TRITIUM_NUM_THREADS", "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            from .errors import SettingError
+
+            raise SettingError(f"TRITIUM_NUM_THREADS={text!r}: give a number of threads (0: one per CPU)") from None
+        if value > 0:
+            return value
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def bounds_checks() -> bool:
+    """TRITIUM_BOUNDS_CHECKS=0: the compiled CPU backend compiles kernels without their bounds
+    checks (a stray access is then undefined, as on a GPU). Part of the backend's target, so checked
+    and unchecked objects are cached apart; set it before the first launch."""
+    return os.environ.get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def malloc_tuning() -> bool:

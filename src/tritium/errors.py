@@ -154,8 +154,8 @@ class InternalError(TritonError, RuntimeError):
 def internal_error(error: BaseException, *, kernel: str, loc, opcode: str, where: str) -> InternalError:
     """The InternalError for ``error`` raised while ``where`` ('the interpreter', 'the cpu backend')
     handled the ``opcode`` op of ``kernel`` at ``loc``."""
-    what = f"the {opcode} op" if opcode else "a kernel"
-    message = render_location(loc, f"internal error in {where} while handling {what} of kernel '{kernel}': "
+    what = f"the {opcode} op of kernel '{kernel}'" if opcode else f"kernel '{kernel}'"
+    message = render_location(loc, f"internal error in {where} while handling {what}: "
                                    f"{type(error).__name__}: {error}",
                               "this is a bug in tritium, not in the kernel; please report it with the kernel "
                               "(another backend may run it meanwhile: TRITIUM_BACKEND=...)")

@@ -64,6 +64,19 @@ class Options:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+def largest_block(fn: Function) -> int:
+    """The element count of the largest block value in ``fn`` (1 when it has none): how much work
+    one program does, which decides how many programs a backend runs at a time."""
+    from ..compiler.ir import types as T
+
+    largest = 1
+    for op in fn.walk():
+        for r in op.results:
+            if isinstance(r.type, T.block_type):
+                largest = max(largest, r.type.numel)
+    return largest
+
+
 def _is_power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 from typing import Mapping, Optional, Union
 
+from ... import config
 from ...compiler.analysis.effects import needs_program_order
-from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
 from ...errors import NotLoweredError, TritonError, internal_error
-from ..base import Backend, GPUTarget, Options
+from ..base import Backend, GPUTarget, Options, largest_block
 from . import codegen
 
 NAME = "cpu"
@@ -63,23 +63,6 @@ class _Stages(dict):
         return [self[name] for name in self]
 
 
-def bounds_checks() -> bool:
-    """TRITIUM_BOUNDS_CHECKS=0 compiles kernels without their bounds checks (a stray access is then
-    undefined, as on a GPU); the setting is part of the target, so both kinds are cached apart."""
-    import os
-
-    return os.environ.get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def _largest_block(fn: Function) -> int:
-    largest = 1
-    for op in fn.walk():
-        for r in op.results:
-            if isinstance(r.type, T.block_type):
-                largest = max(largest, r.type.numel)
-    return largest
-
-
 class CPUBackend(Backend):
     """Compiled code for the host CPU, threaded over the grid, every access checked."""
 
@@ -104,14 +87,14 @@ class CPUBackend(Backend):
         from ..llvm import scalar
 
         handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
-        return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC) - {"region", "op"})
+        return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC))
 
     def default_target(self) -> GPUTarget:
         from . import jit
 
         triple, cpu, features = jit.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
-        return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if bounds_checks() else "-unchecked"), 1)
+        return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if config.bounds_checks() else "-unchecked"), 1)
 
     def parse_options(self, options) -> Options:
         return Options(**{**super().parse_options(options).as_dict(), "debug": None})
@@ -152,4 +135,4 @@ class CPUBackend(Backend):
         launcher.register_print_hook()
         loaded = jit.LoadedObject(stages["obj"])
         return launcher.Executable(fn, loaded, _Stages(stages), generator.ops, generator.pointer_args, generator.provenance,
-                                   _largest_block(fn), needs_program_order(fn), generator.scratch_bytes)
+                                   largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

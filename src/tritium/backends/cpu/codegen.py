@@ -1187,6 +1187,27 @@ class Codegen:
                 found[i] = offset.operands[0]
         return found
 
+    def _enter_loop(self, slots, args, inits, pre, advanced=()) -> list:
+        """At a loop header: binds each carried region argument (a phi for scalars and, for pointer
+        blocks in ``advanced``, an i64 element offset from the initial value; its buffer for other
+        blocks) and returns the phis, None where the value lives in a buffer."""
+        b = self.b
+        phis = []
+        for i, (slot, arg, init) in enumerate(zip(slots, args, inits)):
+            if i in advanced:
+                phi = b.phi(I64)
+                phi.add_incoming(ir.Constant(I64, 0), pre)
+                self.advanced[arg.id] = (init, phi)
+            elif slot is None:
+                phi = b.phi(register_type(arg.type))
+                phi.add_incoming(self.scalars[init.id], pre)
+                self.scalars[arg.id] = phi
+            else:
+                phi = None
+                self.buffers[arg.id] = slot
+            phis.append(phi)
+        return phis
+
     def lower_for(self, op: Operation) -> None:
         b = self.b
         lower, upper, step = (self.scalars[v.id] for v in op.operands[:3])
@@ -1207,21 +1228,7 @@ class Codegen:
         b.position_at_end(header)
         iv = b.phi(lower.type)
         iv.add_incoming(lower, pre)
-        phis = []
-        for i, (slot, arg, init) in enumerate(zip(slots, carried, inits)):
-            if i in advanced:
-                phi = b.phi(I64)
-                phi.add_incoming(ir.Constant(I64, 0), pre)
-                phis.append(phi)
-                self.advanced[arg.id] = (init, phi)
-            elif slot is None:
-                phi = b.phi(register_type(arg.type))
-                phi.add_incoming(self.scalars[init.id], pre)
-                phis.append(phi)
-                self.scalars[arg.id] = phi
-            else:
-                phis.append(None)
-                self.buffers[arg.id] = slot
+        phis = self._enter_loop(slots, carried, inits, pre, advanced)
         zero = ir.Constant(step.type, 0)
         cmp = b.icmp_signed if signed else b.icmp_unsigned
         going_up = b.icmp_signed(">", step, zero) if signed else ir.Constant(I1, 1)
@@ -1272,16 +1279,7 @@ class Codegen:
         exit_bb = self.function.append_basic_block("while_end")
         b.branch(header)
         b.position_at_end(header)
-        phis = []
-        for slot, arg, init in zip(slots, before.args, inits):
-            if slot is None:
-                phi = b.phi(register_type(arg.type))
-                phi.add_incoming(self.scalars[init.id], pre)
-                phis.append(phi)
-                self.scalars[arg.id] = phi
-            else:
-                phis.append(None)
-                self.buffers[arg.id] = slot
+        phis = self._enter_loop(slots, before.args, inits, pre)
         saved = dict(self.memo)
         condition_op = self.lower_region(before)
         condition = self.value_at(condition_op.operands[0], ())

@@ -11,7 +11,6 @@ a spin wait) run in program order on one thread, as the interpreter runs them.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -35,19 +34,9 @@ _pool_lock = threading.Lock()
 
 
 def thread_count() -> int:
-    """Worker threads for a launch: TRITIUM_NUM_THREADS, else the CPUs this process may run on."""
-    setting = os.environ.get("TRITIUM_NUM_THREADS", "").strip()
-    if setting:
-        try:
-            value = int(setting)
-        except ValueError:
-            value = 0
-        if value >= 1:
-            return value
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    """Worker threads for a launch (``config.num_threads``: TRITIUM_NUM_THREADS, else the CPUs this
+    process may run on)."""
+    return config.num_threads()
 
 
 def _workers(count: int) -> ThreadPoolExecutor:

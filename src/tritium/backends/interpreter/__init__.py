@@ -13,20 +13,11 @@ from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
-from ..base import Backend, GPUTarget, KernelArgument, Options
+from ..base import Backend, GPUTarget, KernelArgument, Options, largest_block
 from . import allocator, batches
 from .memory import Allocation, Memory
 
 NAME = "interpreter"
-
-
-def _largest_block(fn: Function) -> int:
-    largest = 1
-    for op in fn.walk():
-        for r in op.results:
-            if isinstance(r.type, T.block_type):
-                largest = max(largest, r.type.numel)
-    return largest
 
 
 class Executable:
@@ -35,7 +26,7 @@ class Executable:
     def __init__(self, fn: Function, options: Options | None = None):
         self.fn = fn
         self.options = options if options is not None else Options()
-        self.largest_block = _largest_block(fn)
+        self.largest_block = largest_block(fn)
         self.program_order = needs_program_order(fn)
         self.asm = {"ttir": str(fn)}
 
