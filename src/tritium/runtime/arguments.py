@@ -5,6 +5,7 @@ Accepted: torch tensors (any dtype, any strides), numpy arrays, objects exposing
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
@@ -39,14 +40,26 @@ class TensorView:
     keepalive: Any
 
 
+_torch_dtypes: dict = {}  # torch dtype -> (IR dtype, bytes per element), filled as dtypes are met
+
+
+def _torch_dtype(torch_dtype) -> tuple[T.dtype, int]:
+    found = _torch_dtypes.get(torch_dtype)
+    if found is None:
+        name = str(torch_dtype).replace("torch.", "")
+        if name not in _TORCH_DTYPE_NAMES:
+            raise LaunchError(f"torch dtype {torch_dtype} is not supported by tritium")
+        found = _torch_dtypes[torch_dtype] = (T.dtype(_TORCH_DTYPE_NAMES[name]), torch_dtype.itemsize)
+    return found
+
+
 def _torch_view(value) -> TensorView:
-    name = str(value.dtype).replace("torch.", "")
-    if name not in _TORCH_DTYPE_NAMES:
-        raise LaunchError(f"torch dtype {value.dtype} is not supported by tritium")
-    dtype = T.dtype(_TORCH_DTYPE_NAMES[name])
-    itemsize = value.element_size()
-    if value.numel() == 0:
+    dtype, itemsize = _torch_dtype(value.dtype)
+    numel = value.numel()
+    if numel == 0:
         low, high = 0, 0
+    elif value.is_contiguous():
+        low, high = 0, numel * itemsize
     else:
         low = sum(min(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize
         high = sum(max(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize + itemsize
@@ -98,6 +111,9 @@ def _cuda_interface_view(value) -> TensorView:
 
 def tensor_view(value) -> Optional[TensorView]:
     """The TensorView of a tensor-like argument; None for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _torch_view(value)
     from .reinterpret import TensorWrapper
 
     if isinstance(value, TensorWrapper):

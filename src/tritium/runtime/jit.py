@@ -28,6 +28,34 @@ def _parse_type(text: str):
     return parse_type(text)[0]
 
 
+# the Python types of constexpr values whose launches take the fast path (their value is the key)
+_PLAIN_CONSTANTS = frozenset({int, float, bool, str, type(None)})
+
+
+class _KernelCache(dict):
+    """A JITFunction's compiled kernels; removing any also forgets the fast path's shortcuts to them."""
+
+    def __init__(self, shortcuts: dict):
+        super().__init__()
+        self._shortcuts = shortcuts
+
+    def clear(self):
+        super().clear()
+        self._shortcuts.clear()
+
+    def pop(self, *args):
+        self._shortcuts.clear()
+        return super().pop(*args)
+
+    def popitem(self):
+        self._shortcuts.clear()
+        return super().popitem()
+
+    def __delitem__(self, key):
+        self._shortcuts.clear()
+        super().__delitem__(key)
+
+
 class KernelInterface:
     """What every launchable kernel object has: ``kernel[grid](*args, **kwargs)`` calls
     ``kernel.run(*args, grid=grid, **kwargs)``. JITFunction, Autotuner and Heuristics are ones."""
@@ -138,8 +166,10 @@ class JITFunction(KernelInterface, JITCallable):
         self.params = [KernelParam(i, p, p.name in self.do_not_specialize, p.name in on_alignment)
                        for i, p in enumerate(signature_params)]
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
+        self.constexprs_set = frozenset(self.constexprs)
         self.debug = debug
-        self.cache: dict[tuple, CompiledKernel] = {}
+        self._fast: dict[tuple, CompiledKernel] = {}  # _fast_values key -> kernel
+        self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
         self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
             self.src = inspect.getsource(fn)
@@ -284,16 +314,75 @@ class JITFunction(KernelInterface, JITCallable):
             raise without_internal_frames(error) from error.__cause__
 
     def _run(self, args, grid, kwargs):
+        fast = self._fast_values(args, kwargs)
+        if fast is not None:
+            kernel = self._fast.get(fast[0])
+            if kernel is not None:
+                values = fast[1]
+                if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0 for g in grid):
+                    grid3 = grid + (1,) * (3 - len(grid))
+                else:
+                    grid3 = normalize_grid(grid, dict(values), self.__name__)
+                launch(kernel, grid3, values)
+                return kernel
         values, options = self._bind(args, kwargs)
         key, specs, attrs, devices = self._specialize(values)
         kernel = self._kernel_for(key, specs, attrs, devices, options)
         if options.get("warmup"):
             return kernel
+        if fast is not None and not options and not any(isinstance(s, tuple_type) for s in specs.values()):
+            self._fast[fast[0]] = kernel
         meta = dict(values)
         meta.update(options)
         grid3 = normalize_grid(grid, meta, self.__name__)
         launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
+
+    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict]]:
+        """(a key, the bound values) for a launch whose arguments are all plain (tensors, Python
+        numbers, None; constexprs of Python scalars or dtypes) and whose keywords name parameters
+        only; None for anything else, which takes the full path. The key holds everything the
+        full specialization key is computed from, so one maps to the other (``_fast`` caches it)."""
+        params = self.params
+        if len(args) > len(params):
+            return None
+        values = {}
+        tokens = []
+        torch = sys.modules.get("torch")
+        tensor_type = torch.Tensor if torch is not None else ()
+        constexprs = self.constexprs_set
+        for i, p in enumerate(params):
+            name = p.name
+            if i < len(args):
+                value = args[i]
+                if name in kwargs:
+                    return None
+            elif name in kwargs:
+                value = kwargs[name]
+            elif p.has_default:
+                value = p.default
+            else:
+                return None
+            values[name] = value
+            kind = type(value)
+            if i in constexprs:
+                if kind not in _PLAIN_CONSTANTS and not isinstance(value, T.dtype):
+                    return None
+                tokens.append((kind, value))
+            elif kind is int:
+                one = value == 1 and not p.do_not_specialize
+                wide = not -(2**31) <= value < 2**31
+                tokens.append((int, one, value % 16 == 0 and not p.do_not_specialize, wide and value >= 2**63, wide))
+            elif kind is float or kind is bool or value is None:
+                tokens.append(kind)
+            elif isinstance(value, tensor_type):
+                tokens.append((value.dtype, value.data_ptr() % 16 == 0, value.device.type))
+            else:
+                return None
+        if len(values) != len(args) + len(kwargs):
+            return None
+        tokens.append((knobs.language.fp32_default, config.strict(), config.backend_name()))
+        return tuple(tokens), values
 
 
 def jit(fn: Optional[Callable] = None, *, do_not_specialize=(), debug=None, noinline=None, repr=None,

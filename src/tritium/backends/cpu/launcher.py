@@ -11,6 +11,7 @@ a spin wait) run in program order on one thread, as the interpreter runs them.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +73,10 @@ def _slot(value, ty) -> int:
     return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
+_tokens = itertools.count(1)
+_records = threading.local()  # per thread: executable token -> its reusable error record
+
+
 class Executable:
     """A kernel compiled for the host CPU."""
 
@@ -87,7 +92,7 @@ class Executable:
         self.largest_block = largest_block
         self.program_order = program_order
         self._grid = _GRID_FUNCTION(loaded.address("tritium_grid"))
-        self.token = id(self)
+        self.token = next(_tokens)  # never reused, unlike id(self)
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
         _tune_malloc()
@@ -139,7 +144,7 @@ class Executable:
             return
         # one contiguous range of programs per thread; the calling thread runs the first itself
         edges = [total * i // threads for i in range(threads + 1)]
-        records = [self._record() for _ in range(threads)]
+        records = [self._new_record() for _ in range(threads)]
         pool = _workers(threads - 1)
         futures = [pool.submit(self._grid, address, edges[i], edges[i + 1], records[i].ctypes.data)
                    for i in range(1, threads)]
@@ -150,6 +155,15 @@ class Executable:
             self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
 
     def _record(self) -> np.ndarray:
+        """The calling thread's error record for a serial launch, kept for the next one (the
+        compiled code fills it only when a program fails, and reads nothing from it)."""
+        records = _records.__dict__
+        record = records.get(self.token)
+        if record is None:
+            record = records[self.token] = self._new_record()
+        return record
+
+    def _new_record(self) -> np.ndarray:
         """A thread's error record, followed by its scratch memory, 64-byte aligned."""
         slots = codegen.ERROR_RECORD_SLOTS + self.scratch_bytes // 8
         raw = np.zeros(slots + 8, dtype=np.int64)
