@@ -1,0 +1,39 @@
+"""The launch fast path (plain arguments skip signature binding) must pick the same compiled kernel
+as the full path: a change of dtype, constexpr value, integer specialization (1, divisible by 16)
+or alignment compiles anew, and clearing the kernel cache forgets the shortcuts."""
+import torch
+
+import tritium
+import tritium.language as tl
+
+
+@tritium.jit
+def scale(x, out, n, S: tl.constexpr):
+    o = tl.arange(0, 16)
+    m = o < n
+    tl.store(out + o, tl.load(x + o, mask=m) * S, mask=m)
+
+
+def test_each_specialization_gets_its_own_kernel():
+    scale.cache.clear()
+    for dtype in (torch.float32, torch.float16, torch.int32):
+        x = torch.arange(17).to(dtype)
+        for view in (x[:16], x[1:]):  # 16-byte aligned, then not
+            out = torch.zeros(16, dtype=dtype)
+            for factor in (2, 3):
+                for n in (16, 1, 5):
+                    out.zero_()
+                    scale[(1,)](view, out, n, factor)
+                    expected = torch.zeros(16, dtype=dtype)
+                    expected[:n] = view[:n] * factor
+                    assert torch.equal(out, expected), (dtype, factor, n)
+    assert len(scale.cache) >= 3 * 2 * 3  # the alignment of x counts only where it is used
+
+
+def test_clearing_the_cache_forgets_the_shortcuts():
+    x, out = torch.ones(16), torch.zeros(16)
+    scale[(1,)](x, out, 16, 2)
+    scale.cache.clear()
+    assert not scale._fast
+    scale[(1,)](x, out, 16, 4)
+    assert torch.equal(out, torch.full((16,), 4.0)) and len(scale.cache) == 1
