@@ -37,3 +37,19 @@ def test_clearing_the_cache_forgets_the_shortcuts():
     assert not scale._fast
     scale[(1,)](x, out, 16, 4)
     assert torch.equal(out, torch.full((16,), 4.0)) and len(scale.cache) == 1
+
+
+@tritium.jit
+def fill(out, value, n, BLOCK: tl.constexpr = 16):
+    o = tl.arange(0, BLOCK)
+    tl.store(out + o, tl.full((BLOCK,), value, tl.float32), mask=o < n)
+
+
+def test_defaulted_parameters_take_the_shortcut():
+    out = torch.zeros(16)
+    fill.cache.clear()
+    fill[(1,)](out, 2.0, 16)
+    fill[(1,)](out, 3.0, 16)
+    assert torch.equal(out, torch.full((16,), 3.0)) and len(fill._fast) == 1 and len(fill.cache) == 1
+    fill[lambda meta: (1,)](out, 5.0, n=16, BLOCK=16)  # a grid function and keywords
+    assert torch.equal(out, torch.full((16,), 5.0)) and len(fill.cache) == 1

@@ -166,7 +166,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.params = [KernelParam(i, p, p.name in self.do_not_specialize, p.name in on_alignment)
                        for i, p in enumerate(signature_params)]
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
-        self.constexprs_set = frozenset(self.constexprs)
+        self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
         self._fast: dict[tuple, CompiledKernel] = {}  # _fast_values key -> kernel
         self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
@@ -319,11 +319,7 @@ class JITFunction(KernelInterface, JITCallable):
             kernel = self._fast.get(fast[0])
             if kernel is not None:
                 values = fast[1]
-                if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0 for g in grid):
-                    grid3 = grid + (1,) * (3 - len(grid))
-                else:
-                    grid3 = normalize_grid(grid, dict(values), self.__name__)
-                launch(kernel, grid3, values)
+                launch(kernel, normalize_grid(grid, dict(values), self.__name__), values)
                 return kernel
         values, options = self._bind(args, kwargs)
         key, specs, attrs, devices = self._specialize(values)
@@ -348,9 +344,10 @@ class JITFunction(KernelInterface, JITCallable):
             return None
         values = {}
         tokens = []
+        keywords = 0
         torch = sys.modules.get("torch")
         tensor_type = torch.Tensor if torch is not None else ()
-        constexprs = self.constexprs_set
+        constexprs = self._constexpr_set
         for i, p in enumerate(params):
             name = p.name
             if i < len(args):
@@ -359,6 +356,7 @@ class JITFunction(KernelInterface, JITCallable):
                     return None
             elif name in kwargs:
                 value = kwargs[name]
+                keywords += 1
             elif p.has_default:
                 value = p.default
             else:
@@ -379,7 +377,7 @@ class JITFunction(KernelInterface, JITCallable):
                 tokens.append((value.dtype, value.data_ptr() % 16 == 0, value.device.type))
             else:
                 return None
-        if len(values) != len(args) + len(kwargs):
+        if keywords != len(kwargs):  # a keyword that names no parameter: a launch option, or a mistake
             return None
         tokens.append((knobs.language.fp32_default, config.strict(), config.backend_name()))
         return tuple(tokens), values
