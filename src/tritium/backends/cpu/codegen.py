@@ -90,7 +90,7 @@ class Codegen:
         self.module.triple = target_triple
         if data_layout:
             self.module.data_layout = data_layout
-        self.axis = analyze_axis_info(fn)
+        self.axis = analyze_axis_info(fn, trust_hints=False)  # a false hint cannot misplace a lane here
         self.ops: list[Operation] = []  # op index -> op, for error records
         self.op_index: dict[int, int] = {}
         self.uses: dict[int, int] = {}

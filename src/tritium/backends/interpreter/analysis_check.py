@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 
 from ... import config
-from ...compiler.analysis.axis_info import AxisInfo, AxisInfoMap, analyze_axis_info, dims_of, is_tracked, unit_of
+from ...compiler.analysis.axis_info import AxisInfo, analyze_axis_info, dims_of, is_tracked, unit_of
 from ...compiler.analysis.masks import MaskInfo, classify_mask
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Value
@@ -64,8 +64,8 @@ class _AccessPlan:
 class _FunctionClaims:
     """One function's analysis and, per access, what to check there (kept as long as the function)."""
 
-    def __init__(self, fn: Function):
-        self.claims = analyze_axis_info(fn)
+    def __init__(self, fn: Function, trust_hints: bool):
+        self.claims = analyze_axis_info(fn, trust_hints)
         self.plans: dict[int, _AccessPlan] = {}
         self.checked: dict[int, int] = {}  # value (or mask) id -> times checked, over all launches
         self.finished: set[int] = set()  # accesses with nothing left to check, when sampling
@@ -123,19 +123,16 @@ def _sources(value: Value) -> list[Value]:
     return owner.operands
 
 
-_FUNCTIONS: dict[int, _FunctionClaims] = {}
+_FUNCTIONS: dict[tuple[int, bool], _FunctionClaims] = {}
 
 
-def claims_of(fn: Function) -> AxisInfoMap:
-    """The analysis of ``fn``, computed once per function object."""
-    return _function_claims(fn).claims
-
-
-def _function_claims(fn: Function) -> _FunctionClaims:
-    found = _FUNCTIONS.get(id(fn))
+def _function_claims(fn: Function, trust_hints: bool) -> _FunctionClaims:
+    """The analysis of ``fn`` (with or without what its hints promise), once per function object."""
+    key = (id(fn), trust_hints)
+    found = _FUNCTIONS.get(key)
     if found is None or found.claims.fn is not fn:
-        found = _FUNCTIONS[id(fn)] = _FunctionClaims(fn)
-        weakref.finalize(fn, _FUNCTIONS.pop, id(fn), None)
+        found = _FUNCTIONS[key] = _FunctionClaims(fn, trust_hints)
+        weakref.finalize(fn, _FUNCTIONS.pop, key, None)
     return found
 
 
@@ -165,7 +162,6 @@ class ClaimChecker:
         self.fn = fn
         self.limit = limit
         self.pending: Optional[Operation] = None  # checked by the affine handler, which declined
-        self._function: Optional[_FunctionClaims] = None
 
     def wrap(self, handler, symbolic: bool):
         def run(ex, op, args, active):
@@ -182,8 +178,8 @@ class ClaimChecker:
 
         return run
 
-    def _due(self, key: int, limit: int) -> bool:
-        checked = self._function.checked
+    def _due(self, claims: _FunctionClaims, key: int, limit: int) -> bool:
+        checked = claims.checked
         count = checked.get(key, 0)
         if self.limit and count >= limit:
             return False
@@ -191,11 +187,12 @@ class ClaimChecker:
         return True
 
     def check(self, ex, op: Operation, active) -> None:
-        if self._function is None:
-            self._function = _function_claims(self.fn)
-        if self.limit and id(op) in self._function.finished:
+        # a hint found false in this launch is the kernel's mistake (hint_check reports it where it
+        # matters): the claims checked then are those that follow from the arithmetic alone
+        claims = _function_claims(self.fn, trust_hints=not ex.false_hints)
+        if self.limit and id(op) in claims.finished:
             return
-        plan = self._function.plan(op)
+        plan = claims.plan(op)
         rows = None if active is None else np.flatnonzero(active)
         if self.limit:
             rows = _sample(rows if rows is not None else np.arange(ex.batch))
@@ -204,16 +201,16 @@ class ClaimChecker:
         due = False
         for value, info, operand in plan.values:
             # the access's own operands as often as allowed, what they are computed from less
-            if self._due(value.id, self.limit if operand else _SAMPLED_SOURCES):
+            if self._due(claims, value.id, self.limit if operand else _SAMPLED_SOURCES):
                 due = True
                 data = _lookup(ex, value, rows)
                 if data is not None:
                     _check_value(ex, op, value, info, data, rows)
-        if plan.mask is not None and self._due(-1 - id(op), self.limit):
+        if plan.mask is not None and self._due(claims, -1 - id(op), self.limit):
             due = True
             _check_box(ex, op, plan.mask[0], plan.mask[1], rows)
         if not due:
-            self._function.finished.add(id(op))
+            claims.finished.add(id(op))
 
 
 def _sample(rows: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from ...compiler.ir.ops import Function, Operation, Region
 from ...errors import TritonError, internal_error, render_location
 from ...numerics import arithmetic as numerics
 from ...numerics import elementwise
-from . import analysis_check, checks
+from . import analysis_check, checks, hint_check
 from .affine import AFFINE_HANDLERS, Affine, make_arange, make_splat
 from .memory import Memory
 
@@ -97,6 +97,8 @@ class Executor:
         self.program_order = False
         self.shuffled = False
         self.progress = (0, 1)  # (programs finished, programs in the launch)
+        self.false_hints: dict[int, Operation] = {}  # hint ops found false in this launch
+        self.handlers, self.affine_handlers = hint_check.checked_tables(fn, self.handlers, self.affine_handlers)
         limit = analysis_check.check_limit()  # TRITIUM_CHECK_ANALYSIS: compile-time claims checked at accesses
         if limit is not None:
             self.handlers, self.affine_handlers = analysis_check.checked_tables(

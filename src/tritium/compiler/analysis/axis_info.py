@@ -221,8 +221,9 @@ def _argument_info(value: Value, attrs: dict) -> Optional[AxisInfo]:
 
 
 class _Analysis:
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, trust_hints: bool):
         self.infos: dict[int, AxisInfo] = {}
+        self.trust_hints = trust_hints
         attrs = getattr(fn, "arg_attrs", None) or []
         for i, arg in enumerate(fn.args):
             info = _argument_info(arg, attrs[i] if i < len(attrs) and attrs[i] else {})
@@ -255,6 +256,8 @@ class _Analysis:
             for region in op.regions:
                 self.run_region(region, [unknown(a.type) if is_tracked(a.type) else None for a in region.args])
             results = [unknown(r.type) for r in op.results]
+        elif op.opcode == "hint" and not self.trust_hints:
+            results = [self.info(op.operands[0])]
         else:
             results = axis_rules.apply(op, [self.info(v) for v in op.operands])
         for value, info in zip(op.results, results):
@@ -314,11 +317,13 @@ class _Analysis:
 _CONTROL_FLOW = {"if": _Analysis.run_if, "for": _Analysis.run_for, "while": _Analysis.run_while}
 
 
-def analyze_axis_info(fn: Function) -> AxisInfoMap:
+def analyze_axis_info(fn: Function, trust_hints: bool = True) -> AxisInfoMap:
     """The axis info of every integer and pointer value of ``fn``, seeded from ``fn.arg_attrs``
     (per argument: ``divisibility``, for pointers of the byte address; ``equal_to_1``; and
-    ``nonnegative`` for an integer known to be at least 0). Arguments without facts: nothing known."""
-    analysis = _Analysis(fn)
+    ``nonnegative`` for an integer known to be at least 0). Arguments without facts: nothing known.
+    ``trust_hints=False``: ``tl.multiple_of`` / ``max_contiguous`` / ``max_constancy`` add nothing,
+    so every claim follows from the arithmetic alone (docs/language.md, "Hints")."""
+    analysis = _Analysis(fn, trust_hints)
     analysis.run_region(fn.body, [])
     return AxisInfoMap(fn, analysis.infos)
 

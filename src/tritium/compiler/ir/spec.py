@@ -356,8 +356,9 @@ _op("hint", ("value",), [Attr("kind", "str", choices=("multiple_of", "max_contig
     semantics="Returns value unchanged and promises a fact about it (per dimension): multiple_of: the first "
               "element of each contiguous run is divisible by values[d] (pointers: the byte address); "
               "max_contiguous: runs of values[d] consecutive integers; max_constancy: runs of values[d] equal "
-              "values. The interpreter checks the promise (a false one is a HintViolationError), so it is an "
-              "effect: the op stays even when its result is unused.")
+              "values. The interpreter evaluates the promise and reports a false one at the accesses whose "
+              "addresses rely on it (docs/language.md, Hints), so it is an effect: the op stays even when "
+              "its result is unused.")
 
 # control flow ------------------------------------------------------------------------------------------
 _op("if", ("condition",), [], "if", regions=("then", "else"),
