@@ -530,6 +530,9 @@ def test_launch_mistakes_name_the_launch_line_and_the_parameter():
         (lambda: _constexpr_block_kernel[(1,)](x), "missing a required argument: 'n'"),
         (lambda: _constexpr_block_kernel[(1, 1, 1, 1)](x, 8, BLOCK=8), "_constexpr_block_kernel[grid]: the grid must"),
         (lambda: _constexpr_block_kernel[(1.5,)](x, 8, BLOCK=8), "the grid must be a tuple of up to 3 integers"),
+        (lambda: _constexpr_block_kernel[(1,)](x, 8, 8, 9), "too many positional arguments"),
+        (lambda: _constexpr_block_kernel[(1,)](x, 8, BLOCK=8, BLOK=8), "unexpected keyword argument 'BLOK'"),
+        (lambda: _constexpr_block_kernel(x, 8, BLOCK=8), "launch it with a grid: _constexpr_block_kernel[grid]"),
     ]
     for launch, message in cases:
         line = inspect.getsourcelines(launch)[1]
@@ -538,6 +541,12 @@ def test_launch_mistakes_name_the_launch_line_and_the_parameter():
         text = str(info.value)
         assert text.startswith(f"{__file__}:{line}: "), text
         assert message in text
+    # a zero dimension is legal (empty inputs launch such grids) but warns once, at the launch line
+    with pytest.warns(RuntimeWarning, match="zero dimension") as record:
+        _constexpr_block_kernel[(0,)](x, 8, BLOCK=8)
+    assert record[0].filename == __file__ and record[0].lineno == inspect.currentframe().f_lineno - 1
+    assert str(record[0].message).startswith(f"{__file__}:{record[0].lineno}: ")
+    assert x.sum() == 0
     compiled = _constexpr_block_kernel.warmup(x, 8, BLOCK=8, grid=(1,))
     with pytest.raises(triton.LaunchError) as info:
         compiled[(1,)](x, 8, 4)  # a constexpr compiled in, launched with another value

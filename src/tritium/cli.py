@@ -33,13 +33,28 @@ def _run(args) -> int:
             print(f"tritium run: {reason}", file=sys.stderr)
             return 1
         sys.argv = [args.target] + args.args
-        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
-    else:
-        if not os.path.exists(args.target):
-            print(f"tritium run: can't open file {args.target!r}: no such file", file=sys.stderr)
-            return 2
-        sys.argv = [args.target] + args.args
-        _run_script(os.path.abspath(args.target))
+        return _as_python_would(lambda: runpy.run_module(args.target, run_name="__main__", alter_sys=True))
+    if not os.path.exists(args.target):
+        print(f"tritium run: can't open file {args.target!r}: no such file", file=sys.stderr)
+        return 2
+    sys.argv = [args.target] + args.args
+    return _as_python_would(lambda: _run_script(os.path.abspath(args.target)))
+
+
+def _as_python_would(run) -> int:
+    """Runs the user's code; an exception it does not catch is printed as ``python`` prints it,
+    the traceback starting at the user's code (this command's and runpy's frames left out), and
+    the exit status is 1. ``SystemExit`` and ``KeyboardInterrupt`` pass through unchanged."""
+    try:
+        run()
+    except Exception as error:
+        ours = {os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>"}
+        tb = error.__traceback__
+        while tb is not None and (tb.tb_frame.f_code.co_filename in ours
+                                  or os.path.abspath(tb.tb_frame.f_code.co_filename) in ours):
+            tb = tb.tb_next
+        sys.excepthook(type(error), error.with_traceback(tb), tb)
+        return 1
     return 0
 
 

@@ -39,8 +39,35 @@ def render_location(loc, message: str, hint: Optional[str] = None) -> str:
 class TritonError(Exception):
     """Base class of every error tritium raises about a user's kernel or launch."""
 
+    # A cause whose text the message already shows (a typing error of an op, rendered at the
+    # kernel's line) is kept where code reads ``error.__cause__`` (Triton's tests do), but not
+    # printed a second time under the error: Python's traceback printer reads the exception's cause
+    # slot, which ``show_cause_once`` leaves empty.
+    @property
+    def __cause__(self):
+        quiet = self.__dict__.get("_quiet_cause")
+        return quiet if quiet is not None else BaseException.__cause__.__get__(self)
+
+    @__cause__.setter
+    def __cause__(self, value):
+        self.__dict__.pop("_quiet_cause", None)
+        BaseException.__cause__.__set__(self, value)
+
 
 TritiumError = TritonError
+
+
+def show_cause_once(error: TritonError) -> Optional[BaseException]:
+    """The cause to chain when re-raising ``error``: None (the cause kept quietly, see TritonError)
+    when the message already includes the cause's text; an ``InternalError`` keeps its traceback."""
+    cause = error.__cause__
+    if cause is None or isinstance(error, InternalError):
+        return cause
+    text = str(cause)
+    if text and text in str(error):
+        error.__dict__["_quiet_cause"] = cause
+        return None
+    return cause
 
 
 class InterpreterError(TritonError):

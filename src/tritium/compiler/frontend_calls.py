@@ -13,6 +13,9 @@ from ..language.core import constexpr, tensor, unwrap
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
 from .strict import check_strict
 
+# what code written for Python lists calls on the tuple a list literal builds in a kernel
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
+
 # Python builtins a kernel may call on constexprs (evaluated at compile time).
 _STATIC_BUILTINS = {builtins.len, builtins.isinstance, builtins.int, builtins.float, builtins.bool,
                     builtins.getattr, builtins.hasattr, builtins.tuple, builtins.list, builtins.zip,
@@ -66,6 +69,11 @@ class CallVisitor:
                 # Triton makes a tensor of a number assigned to a variable: `v = 1; v.dtype` is int32
                 from .promotion import python_scalar_type
                 return python_scalar_type(target)
+            if isinstance(target, tuple) and node.attr in _LIST_METHODS:
+                raise self.error(node, f"lists are not supported in kernels: `[...]` builds a tuple, which has no "
+                                 f"'{node.attr}'",
+                                 "build a new tuple instead (`xs = xs + (value,)`), or unroll the loop with "
+                                 "`for i in tl.static_range(n)` and keep one variable per value") from None
             raise self.error(node, f"{_describe(target)} has no attribute '{node.attr}'") from None
         return _wrap(result) if isinstance(result, (bool, int, float, str)) else result
 

@@ -11,7 +11,7 @@ from ..compiler.compiled_kernel import CompiledKernel  # noqa: F401  (where Trit
 from ..compiler.frontend import is_constexpr_annotation
 from ..compiler.ir import types as T
 from ..compiler.source import JITCallable, parse_type
-from ..errors import LaunchError, TritonError
+from ..errors import LaunchError, TritonError, show_cause_once
 from ..language.core import constexpr
 from ..language.tuple_type import tuple_type
 from . import compilation
@@ -180,10 +180,10 @@ class JITFunction(KernelInterface, JITCallable):
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
     def __call__(self, *args, **kwargs):
-        raise LaunchError(
+        raise without_internal_frames(at_launch_site(LaunchError(
             f"{self.__name__} is a @triton.jit kernel and cannot be called like a Python function; "
             f"launch it with a grid: {self.__name__}[grid](...), e.g. {self.__name__}[(triton.cdiv(n, BLOCK),)](...)"
-        )
+        )))
 
     # binding and specialization ----------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[dict, dict]:
@@ -309,9 +309,9 @@ class JITFunction(KernelInterface, JITCallable):
         try:
             return self._run(args, grid, kwargs)
         except LaunchError as error:
-            raise without_internal_frames(at_launch_site(error)) from error.__cause__
+            raise without_internal_frames(at_launch_site(error)) from show_cause_once(error)
         except TritonError as error:
-            raise without_internal_frames(error) from error.__cause__
+            raise without_internal_frames(error) from show_cause_once(error)
 
     def _run(self, args, grid, kwargs):
         fast = self._fast_values(args, kwargs)

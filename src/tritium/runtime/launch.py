@@ -18,7 +18,7 @@ from .. import config
 from ..backends import registry
 from ..backends.base import Backend, KernelArgument, Options
 from ..compiler.ir import types as T
-from ..errors import LaunchError, TritonError
+from ..errors import LaunchError, TritonError, show_cause_once
 from ..language.core import constexpr
 from .arguments import expand_composites, tensor_view
 
@@ -170,7 +170,7 @@ def launch_direct(kernel, grid, args, kwargs):
     try:
         return _launch_direct(kernel, grid, args, kwargs)
     except LaunchError as error:
-        raise without_internal_frames(at_launch_site(error)) from error.__cause__
+        raise without_internal_frames(at_launch_site(error)) from show_cause_once(error)
 
 
 def _launch_direct(kernel, grid, args, kwargs):
@@ -214,7 +214,7 @@ def _launch_direct(kernel, grid, args, kwargs):
     try:
         launch(kernel, normalize_grid(grid, meta, kernel.name), values, debug=debug)
     except TritonError as error:
-        raise without_internal_frames(error) from error.__cause__
+        raise without_internal_frames(error) from show_cause_once(error)
     return kernel
 
 
