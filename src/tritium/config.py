@@ -79,6 +79,14 @@ def malloc_tuning() -> bool:
     return os.environ.get("TRITIUM_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def reference_mode() -> bool:
+    """TRITIUM_REFERENCE=1: the interpreter's deliberately simple reference mode, against which its
+    fast paths are tested (``tests/fuzz``, ``benchmarks/fuzz.py``): one program at a time, every
+    block an ordinary array (no symbolic affine values, so no strided windows, lattice views or row
+    gathers) and every loop run over the whole batch (no compaction). Same results, much slower."""
+    return os.environ.get("TRITIUM_REFERENCE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def bench_quick() -> bool:
     """TRITIUM_BENCH_QUICK=1: ``perf_report`` sweeps run only their first two x values and
     ``do_bench`` skips its separate warm-up (benchmark scripts as quick smoke tests)."""

@@ -148,6 +148,10 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
             self.visit(stmt)
 
     def visit_FunctionDef(self, node):
+        if getattr(self, "_entered_function", False):
+            raise self.error(node, "nested function definitions are not supported in kernels",
+                             f"define `{node.name}` at module level with @triton.jit and call it from the kernel")
+        self._entered_function = True
         self.visit_block(node.body)
 
     def visit_Pass(self, node):

@@ -82,6 +82,7 @@ class BranchVisitor:
             if else_unread and in_then and not name.startswith("__"):
                 a = then_scope[name]
                 if in_else and else_scope[name] is a:
+                    before[name] = a  # both bind one value (perhaps one defined before the `if`)
                     continue
                 if _is_static(a):
                     before[name] = a  # the else-branch's programs never read it
@@ -94,6 +95,7 @@ class BranchVisitor:
                 continue  # defined in one branch only: not visible after the `if`
             a, b = then_scope[name], else_scope[name]
             if a is b:
+                before[name] = a  # both bind one value (perhaps one defined before the `if`)
                 continue
             if _is_static(a) and _is_static(b) and _same_static(a, b):
                 before[name] = a

@@ -46,9 +46,10 @@ class Executable:
                 values.append(np.array([memory.add(allocation)], dtype=np.int64))
             else:
                 values.append(np.array([value]).astype(ty.numpy))
-        batch = 1 if self.program_order else max(1, config.batch_elements() // self.largest_block)
+        reference = config.reference_mode()
+        batch = 1 if self.program_order or reference else max(1, config.batch_elements() // self.largest_block)
         batches.run(self.fn, memory, grid, values, batch, debug=config.debug_mode() if debug is None else bool(debug),
-                     program_order=self.program_order, shuffle=config.shuffle_seed())
+                     program_order=self.program_order, shuffle=config.shuffle_seed(), reference=reference)
 
 
 class InterpreterBackend(Backend):

@@ -19,14 +19,15 @@ def _program_ids(start: int, stop: int, grid) -> np.ndarray:
 
 
 def run(fn: Function, memory: Memory, grid, args: list[np.ndarray], batch_size: int, *, debug: bool = False,
-        program_order: bool = False, shuffle: int | None = None) -> None:
+        program_order: bool = False, shuffle: int | None = None, reference: bool = False) -> None:
     """Runs every program of ``grid``, ``batch_size`` programs at a time, in program order -- or, with a
     ``shuffle`` seed, the batches in a random order drawn from it. ``debug``: debug mode's checks
-    (see checks.py); ``program_order``: the programs synchronise through memory and run one at a time."""
+    (see checks.py); ``program_order``: the programs synchronise through memory and run one at a time;
+    ``reference``: the executor's reference mode (``config.reference_mode``)."""
     grid = tuple(grid)
     total = grid[0] * grid[1] * grid[2]
     starts = list(range(0, total, batch_size))
-    executor = Executor(fn, memory, grid)
+    executor = Executor(fn, memory, grid, reference=reference)
     executor.program_order = program_order
     executor.shuffled = shuffle is not None
     if debug:

@@ -82,14 +82,15 @@ class _ProgramSubset(dict):
 
 
 class Executor:
-    def __init__(self, fn: Function, memory: Memory, grid: tuple[int, int, int]):
+    def __init__(self, fn: Function, memory: Memory, grid: tuple[int, int, int], reference: bool = False):
         self.fn = fn
+        self.reference = reference  # config.reference_mode: no affine values, no compaction
         self.memory = memory
         self.grid = grid
         self.env: dict[int, np.ndarray] = {}
         self.pids: np.ndarray = np.zeros((1, 3), dtype=np.int32)
         self.batch = 1
-        self.handlers, self.affine_handlers = _EXEC, AFFINE_HANDLERS
+        self.handlers, self.affine_handlers = _EXEC, ({} if reference else AFFINE_HANDLERS)
         self.checks = None  # debug mode's checks.DebugChecks, or None
         self.spin_check_after = config.spin_check_after()  # while iterations before SpinWatch starts
         self.watches: list = []  # the SpinWatches of the while loops running now
@@ -175,7 +176,7 @@ class Executor:
     def can_compact(self) -> bool:
         """Whether a region may run on a subset of the batch's programs: not under debug mode's
         checks or a spin watch, which follow every program of the batch by its lane."""
-        return self.checks is None and not self.watches
+        return self.checks is None and not self.watches and not self.reference
 
     @contextlib.contextmanager
     def compacted(self, members: np.ndarray):
@@ -215,7 +216,8 @@ def exec_constant(ex, op, args, active):
 
 @handles("arange")
 def exec_arange(ex, op, args, active):
-    return make_arange(op.attrs["start"], op.attrs["end"] - op.attrs["start"])
+    lazy = make_arange(op.attrs["start"], op.attrs["end"] - op.attrs["start"])
+    return lazy.materialize() if ex.reference else lazy
 
 
 @handles("program_id")
@@ -232,7 +234,7 @@ def exec_num_programs(ex, op, args, active):
 @handles("splat")
 def exec_splat(ex, op, args, active):
     (x,) = args
-    lazy = make_splat(x, op.result.type)
+    lazy = None if ex.reference else make_splat(x, op.result.type)
     return lazy if lazy is not None else x.reshape(x.shape + (1,) * len(op.result.type.shape))
 
 

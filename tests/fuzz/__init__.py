@@ -1,0 +1,1 @@
+"""Differential fuzzing of every execution path (generator.py, differential.py)."""
