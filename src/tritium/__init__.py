@@ -13,7 +13,7 @@ from . import runtime  # noqa: F401
 from . import knobs  # noqa: F401
 from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # noqa: F401
 from .runtime.compilation import compile  # noqa: F401,A001  (triton.compile)
-from .runtime.jit import JITFunction, jit  # noqa: F401
+from .runtime.jit import JITFunction, constexpr_function, jit  # noqa: F401
 from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: F401
 
 from .version import __tritium_version__, __version__  # noqa: F401  (see version.py)

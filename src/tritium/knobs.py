@@ -12,7 +12,8 @@ on-disk caches in place of ``TRITIUM_CACHE_DIR`` (see ``config.cache_dir`` for t
 serving the data's device); ``runtime.debug`` (``TRITIUM_DEBUG``, else Triton's ``TRITON_DEBUG``)
 turns on debug mode; ``compilation.dump`` (``TRITIUM_DUMP``) lists the stages printed while
 compiling; ``compilation.always_compile`` (``TRITON_ALWAYS_COMPILE``) ignores compiled kernels
-stored on disk; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
+stored on disk; ``runtime.launch_enter_hook`` / ``launch_exit_hook``, when assigned, are called around every
+launch with its metadata; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
 ``tl.dot`` calls that name none, read when a kernel is compiled (a new value compiles the kernel
 again); ``runtime.interpret`` is True, since every kernel runs on the interpreter today. The
 other knobs are kept and returned, for code that reads them, but change nothing here.
@@ -126,6 +127,10 @@ class runtime_knobs(base_knobs):
     debug = _bool(("TRITIUM_DEBUG", "TRITON_DEBUG"))
     backend = _str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
     override_arch = _str("TRITON_OVERRIDE_ARCH")
+    # called with the launch's metadata ({"name", "function", "stream", "grid"}) before and after
+    # every launch, as Triton calls them (profilers such as proton assign them)
+    launch_enter_hook = _knob(None)
+    launch_exit_hook = _knob(None)
 
 
 class language_knobs(base_knobs):

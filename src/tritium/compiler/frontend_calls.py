@@ -104,6 +104,13 @@ class CallVisitor:
             return self.call_jit(target, args, kwargs)
         if lcore.is_builtin(target):
             return _wrap(target(*args, **kwargs))
+        if lcore.is_constexpr_function(target):
+            dynamic = [a for a in list(args) + list(kwargs.values()) if not _is_static(a)]
+            if dynamic:
+                raise self.error(node, f"`{target.__name__}` is a @triton.constexpr_function, which runs at compile "
+                                 f"time: it cannot take the run-time value {_describe(dynamic[0])}",
+                                 "pass it constexprs or numbers, or make it a @triton.jit function")
+            return constexpr(target(*[_static(a) for a in args], **{k: _static(v) for k, v in kwargs.items()}))
         if target is constexpr:
             if len(args) != 1 or not _is_static(args[0]):
                 raise self.error(node, "tl.constexpr(...) takes one compile-time value")

@@ -27,6 +27,24 @@ def is_builtin(fn) -> bool:
     return getattr(fn, "__tritium_builtin__", False)
 
 
+def constexpr_function(fn):
+    """``@triton.constexpr_function``: a Python function that kernels call at compile time, on
+    compile-time values (constexprs, numbers, dtypes); its result is a constexpr. Called from
+    Python, it runs as written, constexpr arguments unwrapped."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        return fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+
+    run.__tritium_constexpr_function__ = True
+    return run
+
+
+def is_constexpr_function(fn) -> bool:
+    return getattr(fn, "__tritium_constexpr_function__", False)
+
+
 class constexpr:
     """A value known at compile time. Arithmetic on constexprs happens in Python."""
 

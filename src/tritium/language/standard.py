@@ -9,9 +9,27 @@ import enum
 import warnings
 
 from ..compiler.ir import types as T
-from .core import builtin, constexpr, tensor, unwrap, _semantic
+from .core import builtin, constexpr, constexpr_function, tensor, unwrap, _semantic
 from . import block_pointer as _block_pointer
 from . import math as _math
+
+
+@constexpr_function
+def _log2(i):
+    """The base-2 logarithm of the positive integer ``i``, rounded down (Triton's constexpr helper,
+    which Inductor's sort and scan helpers call)."""
+    log2 = 0
+    n = i
+    while n > 1:
+        n >>= 1
+        log2 += 1
+    return log2
+
+
+@constexpr_function
+def _is_power_of_two(i):
+    """Whether the integer ``i`` is a power of two."""
+    return i > 0 and (i & (i - 1)) == 0
 
 
 class PropagateNan(enum.Enum):

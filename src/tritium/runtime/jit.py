@@ -12,7 +12,7 @@ from ..compiler.frontend import is_constexpr_annotation
 from ..compiler.ir import types as T
 from ..compiler.source import JITCallable, parse_type
 from ..errors import LaunchError, TritonError, show_cause_once
-from ..language.core import constexpr
+from ..language.core import constexpr, constexpr_function  # noqa: F401  (triton.runtime.jit.constexpr_function)
 from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize, tensor_view
@@ -65,6 +65,17 @@ class KernelInterface:
 
 
 _EXEC_SOURCES = 0
+
+
+def _from_def(source: str) -> str:
+    """A function's source from its ``def`` line on, dedented, as Triton keeps ``JITFunction.src``
+    (code that re-parses it, Inductor's among it, expects no decorators)."""
+    import re
+    import textwrap
+
+    source = textwrap.dedent(source)
+    found = re.search(r"^(async\s+)?def\s+\w+\s*\(", source, re.MULTILINE)
+    return source[found.start():] if found else source
 
 
 def _register_exec_source(fn) -> str:
@@ -172,9 +183,10 @@ class JITFunction(KernelInterface, JITCallable):
         self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
         self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
-            self.src = inspect.getsource(fn)
+            source = inspect.getsource(fn)
         except (OSError, TypeError):
-            self.src = _register_exec_source(fn)
+            source = _register_exec_source(fn)
+        self.src = _from_def(source)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"

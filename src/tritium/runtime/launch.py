@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Iterable, Optional
 
-from .. import config
+from .. import config, knobs
 from ..backends import registry
 from ..backends.base import Backend, KernelArgument, Options
 from ..compiler.ir import types as T
@@ -266,6 +266,14 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
         return
+    hooks = knobs.runtime
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    metadata = None
+    if enter is not None or leave is not None:
+        metadata = {"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream or 0,
+                    "grid": grid3}
+        if enter is not None:
+            enter(metadata)
     try:
         kernel.executable.launch(grid3, arguments, stream, debug=bool(debug))
     except TritonError:
@@ -275,3 +283,5 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         raise internal_error(error, kernel=kernel.name, loc=None, opcode="",
                              where=f"the {kernel.backend} backend's launch") from error
+    if leave is not None:
+        leave(metadata)

@@ -38,7 +38,7 @@ _DIVISIONS = {"div_rn", "fast_dividef"}
 def supports(name: str) -> bool:
     return (name in _LIBM or name in _INTRINSIC or name in _DIVISIONS or name in _EXACT_RESULTS
             or name in ("rsqrt", "rcp_rn", "fmin", "fmax", "fdim", "saturatef", "fma", "fma_rn", "nextafter",
-                        "ldexp", "scalbn", "logb", "llrint", "llround", "div_rz"))
+                        "ldexp", "scalbn", "logb", "llrint", "llround", "div_rz", "erfinv"))
 
 
 def _declare(b, name, ret, args):
@@ -77,6 +77,10 @@ def _fp64(b, name: str, args):
         return _call(b, _LIBM[name][0], F64, args)
     if name in _INTRINSIC:
         return _call(b, f"llvm.{_INTRINSIC[name]}.f64", F64, args)
+    if name == "erfinv":  # no libm function: the math library's (a first guess, Newton steps on libm's erf)
+        from . import math
+
+        return math.emit(b, "erfinv", args)
     x = args[0]
     one = ir.Constant(F64, 1.0)
     if name in _DIVISIONS:

@@ -84,6 +84,7 @@ atanh = _float("atanh")
 # special functions
 erf = _float("erf")
 erfc = _float("erfc")
+erfinv = _float("erfinv")
 lgamma = _float("lgamma")
 tgamma = _float("tgamma")
 

@@ -1,0 +1,118 @@
+"""Pieces of Triton's API that code generators and libraries use, each used as they use it."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+
+import tritium as triton
+import tritium.language as tl
+from tritium import knobs
+
+
+@triton.jit
+def _log2_block(out_ptr, BLOCK: tl.constexpr):
+    # Inductor's sort helpers size their stages with tl.standard._log2 of a constexpr
+    stages: tl.constexpr = tl.standard._log2(BLOCK)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], stages, tl.int32))
+
+
+@triton.constexpr_function
+def _twice(n):
+    return 2 * n
+
+
+@triton.jit
+def _uses_a_constexpr_function(out_ptr, N: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, _twice(N)), tl.full([_twice(N)], _twice(N), tl.int32))
+
+
+@triton.jit
+def _passes_a_run_time_value(out_ptr, n):
+    tl.store(out_ptr, _twice(n))  # ERR
+
+
+def test_constexpr_functions_run_at_compile_time_and_from_python(backend):
+    for block, expected in ((1, 0), (2, 1), (64, 6), (1024, 10)):
+        out = torch.zeros(block, dtype=torch.int32)
+        _log2_block[(1,)](out, BLOCK=block)
+        assert out.tolist() == [expected] * block
+    assert tl.standard._log2(4096) == 12 and tl.standard._is_power_of_two(48) is False
+    assert tl.standard._log2(tl.constexpr(8)) == 3  # unwrapped when called from Python
+    out = torch.zeros(8, dtype=torch.int32)
+    _uses_a_constexpr_function[(1,)](out, N=4)
+    assert out.tolist() == [8] * 8
+    from tritium.runtime.jit import constexpr_function
+    assert constexpr_function is triton.constexpr_function
+
+
+def test_a_constexpr_function_given_a_run_time_value_names_the_line():
+    with pytest.raises(triton.CompilationError) as info:
+        _passes_a_run_time_value[(1,)](torch.zeros(1, dtype=torch.int32), 3)
+    message = str(info.value)
+    assert "@triton.constexpr_function" in message and "_twice(n))  # ERR" in message
+
+
+def test_triton_runtime_jit_is_the_module():
+    module = importlib.import_module("tritium.runtime.jit")
+    assert triton.runtime.jit is module
+    assert triton.runtime.jit.JITFunction is triton.JITFunction
+    assert callable(triton.jit) and triton.jit is module.jit
+
+
+def test_jit_function_source_starts_at_def():
+    assert _log2_block.src.startswith("def _log2_block(out_ptr, BLOCK: tl.constexpr):\n")
+    compile(_log2_block.src, "<src>", "exec")  # re-parsable alone, as Inductor re-parses it
+
+
+@triton.jit
+def _fill(out_ptr, value, BLOCK: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, BLOCK), value)
+
+
+def test_launch_hooks_run_around_every_launch(backend):
+    calls = []
+    out = torch.zeros(4)
+    with knobs.runtime.scope():
+        knobs.runtime.launch_enter_hook = lambda metadata: calls.append(("enter", metadata["name"],
+                                                                          out.sum().item()))
+        knobs.runtime.launch_exit_hook = lambda metadata: calls.append(("exit", metadata["grid"], out.sum().item()))
+        _fill[(1,)](out, 2.0, BLOCK=4)
+        _fill[(1,)](out, 3.0, BLOCK=4)  # the launch fast path calls them too
+    _fill[(1,)](out, 1.0, BLOCK=4)  # after the scope: no hooks
+    assert calls == [("enter", "_fill", 0.0), ("exit", (1, 1, 1), 8.0),
+                     ("enter", "_fill", 8.0), ("exit", (1, 1, 1), 12.0)]
+
+
+@triton.jit
+def _erfinv(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.extra.libdevice.erfinv(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_libdevice_erfinv_against_mpmath(dtype, backend):
+    """Inductor lowers torch.erfinv to libdevice.erfinv. fp32: correctly rounded (the fp64 result
+    rounded once); fp64: within 2 ulp of mpmath's value."""
+    import mpmath
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-1, 1, 240), 1 - rng.uniform(0, 1e-6, 6), -1 + rng.uniform(0, 1e-3, 4),
+                        [0.0, -0.0, 0.5, -0.5, 1e-30, 2.0 ** -24]])
+    x = x.astype(np.float32 if dtype == torch.float32 else np.float64)
+    n = len(x)
+    assert n == 256
+    out = torch.zeros(n, dtype=dtype)
+    _erfinv[(1,)](torch.from_numpy(x), out, N=n)
+    got = out.numpy().astype(np.float64)
+    exact = np.array([float(mpmath.erfinv(mpmath.mpf(float(v)))) for v in x])
+    if dtype == torch.float32:
+        assert np.array_equal(got, exact.astype(np.float32).astype(np.float64))
+    else:
+        assert np.all(np.abs(got - exact) <= 2 * np.spacing(np.abs(exact)))
+    assert np.signbit(got[x == 0]).tolist() == np.signbit(x[x == 0]).tolist()
+    edges = torch.tensor([1.0, -1.0, 1.5, float("nan")] * 64, dtype=dtype)
+    _erfinv[(1,)](edges, out, N=n)
+    assert out[:4].tolist()[:2] == [float("inf"), float("-inf")] and torch.isnan(out[2:4]).all()
