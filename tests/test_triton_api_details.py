@@ -116,3 +116,12 @@ def test_libdevice_erfinv_against_mpmath(dtype, backend):
     edges = torch.tensor([1.0, -1.0, 1.5, float("nan")] * 64, dtype=dtype)
     _erfinv[(1,)](edges, out, N=n)
     assert out[:4].tolist()[:2] == [float("inf"), float("-inf")] and torch.isnan(out[2:4]).all()
+
+
+def test_compat_install_leaves_triton_interpret_as_the_user_set_it(monkeypatch):
+    from tritium import compat
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    compat.install()
+    import os
+    assert os.environ["TRITON_INTERPRET"] == "1"

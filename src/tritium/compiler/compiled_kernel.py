@@ -57,6 +57,29 @@ class CompiledKernel:
     launcher: Optional[Callable] = None  # (kernel, grid, args, kwargs) -> kernel; set by the runtime
     n_regs: int = 32
     n_spills: int = 0
+    source: Any = None  # the ASTSource it was compiled from, by triton.compile
+
+    def __post_init__(self) -> None:
+        self._init_handles()
+
+    @property
+    def src(self):
+        """What it was compiled from: the ASTSource given to ``triton.compile``, else one naming the
+        @jit function (``src.fn``) and the specialization (``src.signature``, ``src.constants``)."""
+        if self.source is not None:
+            return self.source
+        signature = {name: (spec.ir_name if hasattr(spec, "ir_name") else "constexpr")
+                     for name, spec in self.specs.items()}
+        constants = {name: getattr(spec, "value", spec) for name, spec in self.specs.items()
+                     if signature[name] == "constexpr"}
+        return SimpleNamespace(fn=self.fn, signature=signature, constants=constants, name=self.name)
+
+    @functools.cached_property
+    def hash(self) -> str:
+        """A hex digest naming this compiled kernel (its specialization, backend and options)."""
+        import hashlib
+
+        return hashlib.sha256(repr((self.name, self.key, self.backend, self.options)).encode()).hexdigest()
 
     @property
     def asm(self) -> dict:
@@ -80,7 +103,30 @@ class CompiledKernel:
                                target=(target.backend, target.arch, target.warp_size) if target else None)
 
     def _init_handles(self) -> None:
-        """Loads the kernel onto the device: nothing left to do on the host."""
+        """Loads the kernel onto the device (nothing to do on the host), and binds ``run``, the
+        launch entry point of Triton's compiled kernels, and ``function``, the device handle (None
+        here), as Triton binds them: as attributes, which pickling may have emptied."""
+        if getattr(self, "run", None) is None:
+            self.run = self._run
+        if "function" not in self.__dict__:
+            self.function = None
+
+    def _run(self, grid_0, grid_1, grid_2, stream, function, packed_metadata, launch_metadata, enter_hook,
+             exit_hook, *args):
+        """``kernel.run(grid_0, grid_1, grid_2, stream, function, metadata, launch_metadata,
+        enter_hook, exit_hook, *args)``, Triton's launch protocol, which code generators call
+        directly: ``args`` are every parameter in order, constexprs included. The hooks passed are
+        ``knobs.runtime``'s, which every launch calls already."""
+        if self.launcher is None:
+            from ..errors import LaunchError
+
+            raise LaunchError(f"compiled kernel {self.name} has no launcher; compile it with tritium.compile "
+                              "or kernel.warmup to launch it")
+        return self.launcher(self, (grid_0, grid_1, grid_2), args, {})
+
+    def launch_metadata(self, grid, stream, *args) -> dict:
+        """What launch hooks receive: the kernel's name, device function, stream and grid."""
+        return {"name": self.name, "function": self.function, "stream": stream, "grid": tuple(grid)}
 
     def __getitem__(self, grid):
         def launcher(*args, **kwargs):

@@ -1,11 +1,21 @@
 """Triton import path ``triton.compiler.compiler``: ``CompiledKernel`` (what ``kernel.warmup(...)``
-returns), ``ASTSource``, and ``triton_key()``, the string that names this compiler in cache keys."""
+returns), ``ASTSource``, ``triton_key()``, the string that names this compiler in cache keys, and
+``make_backend(target)``, the compiler backend object for a target (``backends.compiler``)."""
 from __future__ import annotations
 
 from .compiled_kernel import CompiledKernel  # noqa: F401
 from .source import ASTSource  # noqa: F401
 
-__all__ = ["ASTSource", "CompiledKernel", "triton_key"]
+__all__ = ["ASTSource", "CompiledKernel", "make_backend", "triton_key"]
+
+
+def make_backend(target):
+    """The compiler backend for ``target`` (a ``GPUTarget``), as Triton's ``make_backend``."""
+    from ..backends.compiler import BaseBackend
+
+    if not BaseBackend.supports_target(target):
+        raise RuntimeError(f"no tritium backend compiles for {target}")
+    return BaseBackend(target)
 
 
 def triton_key() -> str:

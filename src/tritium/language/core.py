@@ -27,18 +27,39 @@ def is_builtin(fn) -> bool:
     return getattr(fn, "__tritium_builtin__", False)
 
 
-def constexpr_function(fn):
+class ConstexprFunction:
     """``@triton.constexpr_function``: a Python function that kernels call at compile time, on
     compile-time values (constexprs, numbers, dtypes); its result is a constexpr. Called from
-    Python, it runs as written, constexpr arguments unwrapped."""
-    import functools
+    Python, it runs as written, constexpr arguments unwrapped. ``fn`` is the function and ``src``
+    its source from ``def`` on (code generators copy it, as they copy ``JITFunction.src``)."""
 
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        return fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+    __tritium_constexpr_function__ = True
 
-    run.__tritium_constexpr_function__ = True
-    return run
+    def __init__(self, fn):
+        import functools
+
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    @property
+    def src(self) -> str:
+        import inspect
+        import re
+        import textwrap
+
+        source = textwrap.dedent(inspect.getsource(self.fn))
+        found = re.search(r"^def\s+\w+\s*\(", source, re.MULTILINE)
+        return source[found.start():] if found else source
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+
+    def __repr__(self) -> str:
+        return f"ConstexprFunction({self.fn.__qualname__})"
+
+
+def constexpr_function(fn) -> ConstexprFunction:
+    return ConstexprFunction(fn)
 
 
 def is_constexpr_function(fn) -> bool:

@@ -561,13 +561,20 @@ class Heuristics(_Wrapper):
         if not isinstance(values, dict):
             raise TypeError("triton.heuristics takes a dict: meta-parameter name -> function(args) -> value")
         self.values = dict(values)
+        self._default_values = self._defaults()
 
     def _with_heuristics(self, args, kwargs) -> dict:
+        # plain dict and loop code: torch.compile traces through it (as through Triton's)
         kwargs = dict(kwargs)
-        visible = {k: v for k, v in kwargs.items() if k != "grid"}
+        named = dict(self._default_values)
+        named.update(zip(self.arg_names, args))
+        for key, value in kwargs.items():
+            if key != "grid":
+                named[key] = value
         for name, compute in self.values.items():
-            named = {**self._defaults(), **dict(zip(self.arg_names, args)), **visible}
-            kwargs[name] = visible[name] = compute(named)
+            value = compute(named)
+            kwargs[name] = value
+            named[name] = value
         return kwargs
 
     def run(self, *args, **kwargs):

@@ -100,4 +100,6 @@ def compile(src: ASTSource, target: Optional[GPUTarget] = None, options: Optiona
     parsed = parse_options(backend, dict(options or {}))
     specs, attrs = src.arg_specs()
     target = target if isinstance(target, GPUTarget) else None
-    return build(src.fn, specs, attrs, backend, parsed, ("compile", src.hash()), target)
+    kernel = build(src.fn, specs, attrs, backend, parsed, ("compile", src.hash()), target)
+    kernel.source = src
+    return kernel

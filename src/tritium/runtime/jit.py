@@ -12,7 +12,7 @@ from ..compiler.frontend import is_constexpr_annotation
 from ..compiler.ir import types as T
 from ..compiler.source import JITCallable, parse_type
 from ..errors import LaunchError, TritonError, show_cause_once
-from ..language.core import constexpr, constexpr_function  # noqa: F401  (triton.runtime.jit.constexpr_function)
+from ..language.core import ConstexprFunction, constexpr, constexpr_function  # noqa: F401  (Triton's names here)
 from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize, tensor_view
