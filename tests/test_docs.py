@@ -77,8 +77,23 @@ def test_the_error_shown_in_getting_started_is_the_one_raised(tmp_path):
     assert message in printed, printed
 
 
+def test_the_torch_compile_example_runs(tmp_path):
+    """docs/torch-compile.md's example: a transformer block through torch.compile on tritium,
+    forward and backward, asserted against eager inside the block."""
+    blocks = [text for kind, text in _blocks(DOCS / "torch-compile.md") if kind == "python"]
+    example = next(text for text in blocks if "class Block" in text)
+    script = tmp_path / "transformer_block.py"
+    script.write_text(example)
+    env = _environment()
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor-cache")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "forward and backward match eager" in result.stdout
+
+
 @pytest.mark.parametrize("name", ["getting-started.md", "language.md", "errors.md", "interpreter.md", "backends.md",
-                                  "ir.md", "cpu-backend.md"])
+                                  "ir.md", "cpu-backend.md", "torch-compile.md"])
 def test_docs_link_to_files_that_exist(name):
     text = (DOCS / name).read_text()
     for target in re.findall(r"\]\(([^)#:]+\.md)\)", text):

@@ -36,7 +36,7 @@ def next_power_of_2(n: int) -> int:
 
 
 def __getattr__(name):
-    if name in ("testing", "compiler", "ops"):
+    if name in ("testing", "compiler", "ops", "compat"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -127,7 +127,7 @@ class runtime_knobs(base_knobs):
     debug = _bool(("TRITIUM_DEBUG", "TRITON_DEBUG"))
     backend = _str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
     override_arch = _str("TRITON_OVERRIDE_ARCH")
-    # called with the launch's metadata ({"name", "function", "stream", "grid"}) before and after
+    # called with the launch's metadata ({"name", "function", "stream", "grid", "backend"}) before and after
     # every launch, as Triton calls them (profilers such as proton assign them)
     launch_enter_hook = _knob(None)
     launch_exit_hook = _knob(None)

@@ -271,7 +271,7 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
     metadata = None
     if enter is not None or leave is not None:
         metadata = {"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream or 0,
-                    "grid": grid3}
+                    "grid": grid3, "backend": kernel.backend}
         if enter is not None:
             enter(metadata)
     try:
