@@ -125,3 +125,42 @@ def test_compat_install_leaves_triton_interpret_as_the_user_set_it(monkeypatch):
     compat.install()
     import os
     assert os.environ["TRITON_INTERPRET"] == "1"
+
+
+def test_performance_model_queries_answer_for_the_host():
+    """Libraries' performance models import these at module level and size kernels from them."""
+    import numpy as np
+
+    from tritium import testing
+    from tritium._internal_testing import get_arch
+    from tritium.runtime.driver import driver
+
+    gbps = testing.get_dram_gbps()
+    assert 0.1 < gbps < 10_000
+    # the measurement is a copy rate: a copy of 32 MiB takes about the time it predicts, not 100x less
+    x = np.ones(1 << 23, dtype=np.float32)
+    y = np.empty_like(x)
+    import time
+    start = time.perf_counter()
+    np.copyto(y, x)
+    predicted = 2 * x.nbytes / (gbps * 1e9)
+    assert time.perf_counter() - start > predicted / 20
+    tflops = testing.get_max_simd_tflops(tl.float32)
+    assert 1e-4 < tflops < 1e3 and testing.get_max_tensorcore_tflops(tl.float16, 1_000_000) == tflops
+    clock, total = testing.nvsmi(["clocks.max.sm", "memory.total"])
+    assert clock > 100 and total > 256
+    with pytest.raises(ValueError, match="power.draw"):
+        testing.nvsmi(["power.draw"])
+    assert get_arch() == driver.active.get_current_target().arch != ""
+
+
+def test_import_triton_ops_fails_as_in_triton_3(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text("try:\n    import triton.ops\nexcept ImportError:\n    print('triton 3')\nelse:\n"
+                      "    print('triton 2')\n")
+    done = subprocess.run([sys.executable, "-m", "tritium", "run", str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "triton 3", done.stderr

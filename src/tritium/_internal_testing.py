@@ -95,7 +95,10 @@ def is_hip_gfx12() -> bool:
 
 
 def get_arch() -> str:
-    return ""
+    """The architecture of the current target, as its ``GPUTarget`` names it (the host's machine)."""
+    from .runtime.driver import driver
+
+    return str(driver.active.get_current_target().arch)
 
 
 def supports_tma(byval_only: bool = False) -> bool:

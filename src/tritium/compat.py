@@ -45,6 +45,10 @@ class _TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "triton" and not fullname.startswith("triton."):
             return None
+        if fullname == "triton.ops" or fullname.startswith("triton.ops."):
+            # Triton 2.x's module (matmul, attention), gone since 3.0: libraries import it to tell
+            # the versions apart; tritium.ops, tritium's own kernels, is another thing
+            raise ModuleNotFoundError(f"No module named {fullname!r} (Triton 3 has none)", name=fullname)
         if self._target_name(fullname) is None:
             return None
         return importlib.util.spec_from_loader(fullname, self)

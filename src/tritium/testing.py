@@ -5,6 +5,10 @@
 * ``@perf_report(Benchmark(...))``: runs a function over a grid of arguments, prints a table,
   and saves a CSV (and a plot when matplotlib is installed; it is optional).
 
+* ``get_dram_gbps()``, ``get_max_simd_tflops(dtype)``, ``get_max_tensorcore_tflops(dtype)``,
+  ``nvsmi(attrs)``: what performance models ask of the device, answered for the host CPU (the
+  bandwidth and the matmul rate measured once per process; clocks and memory from the system).
+
 ``TRITIUM_BENCH_QUICK=1`` shortens sweeps to the first two ``x_vals`` and makes ``do_bench``
 skip its separate warm-up: meant for running benchmark scripts as smoke tests.
 """
@@ -20,7 +24,8 @@ import numpy as np
 
 from . import config
 
-__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "perf_report"]
+__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "get_dram_gbps",
+           "get_max_simd_tflops", "get_max_tensorcore_tflops", "nvsmi", "perf_report"]
 
 
 # checking ----------------------------------------------------------------------------------------
@@ -338,3 +343,71 @@ def perf_report(benchmarks):
         return Mark(fn, benchmarks)
 
     return decorator
+
+
+# the device, for performance models ----------------------------------------------------------------
+_MEASURED: dict = {}
+
+
+def get_dram_gbps(device=None) -> float:
+    """Memory bandwidth in GB/s: for the host CPU, measured once per process by copying a 64 MiB
+    array (bytes read plus bytes written, best of three); Triton computes it from a GPU's memory
+    clock and bus width."""
+    if "gbps" not in _MEASURED:
+        source = np.ones(1 << 24, dtype=np.float32)
+        target = np.empty_like(source)
+        best = math.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            np.copyto(target, source)
+            best = min(best, time.perf_counter() - start)
+        _MEASURED["gbps"] = 2 * source.nbytes / best / 1e9
+    return _MEASURED["gbps"]
+
+
+def _matmul_tflops() -> float:
+    if "tflops" not in _MEASURED:
+        n = 512
+        a = np.ones((n, n), dtype=np.float32)
+        b = np.ones((n, n), dtype=np.float32)
+        a @ b
+        best = math.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+        _MEASURED["tflops"] = 2 * n ** 3 / best / 1e12
+    return _MEASURED["tflops"]
+
+
+def get_max_simd_tflops(dtype=None, clock_rate=None, device=None) -> float:
+    """Peak vector floating-point rate in TFLOP/s: for the host CPU, an fp32 matmul's measured
+    rate (once per process; CPUs compute fp16 and bf16 at the fp32 rate or slower, so it serves
+    for every dtype, and ``clock_rate`` is not needed)."""
+    return _matmul_tflops()
+
+
+def get_max_tensorcore_tflops(dtype=None, clock_rate=None, device=None) -> float:
+    """Peak matrix-unit rate in TFLOP/s: a CPU has no tensor cores, so its vector rate."""
+    return _matmul_tflops()
+
+
+def nvsmi(attrs) -> list:
+    """``nvidia-smi --query-gpu=<attrs>`` values as ints, answered for the host CPU: clocks in MHz
+    (``clocks.sm``, ``clocks.max.sm``, ``clocks.mem``, ``clocks.max.mem``) and memory in MiB
+    (``memory.total``, ``memory.used``, ``memory.free``). Other attributes are a ValueError."""
+    from .runtime.driver import cpu_properties
+
+    properties = cpu_properties()
+    page, pages = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_PHYS_PAGES")
+    available = os.sysconf("SC_AVPHYS_PAGES")
+    answers = {
+        "clocks.sm": properties["sm_clock_rate"] // 1000, "clocks.max.sm": properties["sm_clock_rate"] // 1000,
+        "clocks.mem": properties["mem_clock_rate"] // 1000, "clocks.max.mem": properties["mem_clock_rate"] // 1000,
+        "memory.total": page * pages >> 20, "memory.free": page * available >> 20,
+        "memory.used": page * (pages - available) >> 20,
+    }
+    unknown = [a for a in attrs if a not in answers]
+    if unknown:
+        raise ValueError(f"nvsmi: tritium answers {sorted(answers)} for the host CPU, not {unknown}")
+    return [answers[a] for a in attrs]

@@ -360,12 +360,12 @@ def swizzle2d(i, j, size_i, size_j, size_g):
 
 
 @builtin
-def inline_asm_elementwise(*args, **kwargs):
-    """Not supported: there is no GPU assembler behind this backend."""
-    error = NotImplementedError("tl.inline_asm_elementwise is not supported on this backend: inline PTX/assembly "
-                                "can only run on a GPU")
-    error.hint = "write the computation with tl operations or tl.extra.libdevice functions"
-    raise error
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Inline PTX, one instruction of a table emulated with tl operations on every backend (see
+    ``language/inline_asm.py``); other asm is an error naming the instruction."""
+    from .inline_asm import emulate
+
+    return emulate(asm, constraints, list(unwrap(args)), dtype, is_pure, pack)
 
 
 # reductions ---------------------------------------------------------------------------------------
