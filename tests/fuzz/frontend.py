@@ -4,7 +4,8 @@ A mutant is a generated kernel (``generator.py``) with one to three edits: a sta
 from a list of constructs Triton's language lacks or refuses (lists, lambdas, ``try``, ``with``,
 subscript and attribute assignment, imports, nested ``def``, ``yield``...) or of ill-typed code
 (shape mismatches, non-power-of-two ranges, pointer arithmetic between pointers, loads from
-numbers, bad axes, unknown dtypes, block conditions, wrong arity), a line deleted, two lines
+numbers, bad axes, unknown dtypes, block conditions, wrong arity), a line deleted (never a
+``while`` loop's counter step, which would make a loop that runs forever on a GPU too), two lines
 swapped, or a name replaced by an undefined one. The contract (``check_mutant``): the mutant
 either runs, and then agrees on every execution path as any generated kernel must
 (``differential.check_case``), or it raises one of tritium's errors whose location is a line of the
@@ -106,6 +107,8 @@ def _mutate(d: Draw, lines: list[str]) -> list[str]:
         inserted = [indent + part for part in d.choice(INSERTIONS).split("\n")]
         return lines[:at] + inserted + lines[at:]
     if kind == 6 and len(body) > 1:
+        if lines[at].strip().endswith("+= 1"):
+            return lines  # a while loop's counter: deleting it makes a loop no GPU would leave either
         return lines[:at] + lines[at + 1:]
     if kind == 7 and len(body) > 1:
         other = d.choice(body)
