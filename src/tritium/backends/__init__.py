@@ -13,7 +13,6 @@ Inductor write Triton kernels for CPU tensors (docs/torch-compile.md).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -25,27 +24,5 @@ class TritonBackend:
     driver: type
 
 
-class _Backends(Mapping):
-    """The entries, made on first use (the driver lives in the runtime, above this package)."""
-
-    _NAMES = ("cpu",)
-
-    def __getitem__(self, name: str) -> TritonBackend:
-        if name not in self._NAMES:
-            raise KeyError(name)
-        from ..runtime.driver import CPUDriver
-        from .compiler import BaseBackend
-
-        return TritonBackend(compiler=BaseBackend, driver=CPUDriver)
-
-    def __iter__(self):
-        return iter(self._NAMES)
-
-    def __len__(self) -> int:
-        return len(self._NAMES)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-backends: Mapping = _Backends()
+# filled by the runtime, which holds the driver classes (runtime/driver.py registers "cpu")
+backends: dict = {}

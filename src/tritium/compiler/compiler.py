@@ -10,12 +10,10 @@ __all__ = ["ASTSource", "CompiledKernel", "make_backend", "triton_key"]
 
 
 def make_backend(target):
-    """The compiler backend for ``target`` (a ``GPUTarget``), as Triton's ``make_backend``."""
-    from ..backends.compiler import BaseBackend
-
-    if not BaseBackend.supports_target(target):
-        raise RuntimeError(f"no tritium backend compiles for {target}")
-    return BaseBackend(target)
+    """The compiler backend object for ``target`` (a ``GPUTarget``), as Triton's ``make_backend``:
+    a ``backends.base.BaseBackend``. The compiler knows no backend: the runtime, imported with
+    the package, supplies the factory (runtime/compilation.py)."""
+    return make_backend.factory(target)
 
 
 def triton_key() -> str:

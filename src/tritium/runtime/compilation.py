@@ -8,8 +8,9 @@ from typing import Any, Mapping, Optional
 from .. import config, knobs
 from ..errors import NotLoweredError, TritonError, internal_error
 from ..backends import registry
-from ..backends.base import Backend, GPUTarget, Options
+from ..backends.base import Backend, BaseBackend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
+from ..compiler import compiler as _triton_compiler_module
 from ..compiler.source import ASTSource
 from . import cache
 from .launch import launch_direct, parse_options
@@ -103,3 +104,13 @@ def compile(src: ASTSource, target: Optional[GPUTarget] = None, options: Optiona
     kernel = build(src.fn, specs, attrs, backend, parsed, ("compile", src.hash()), target)
     kernel.source = src
     return kernel
+
+
+def make_backend(target: GPUTarget) -> BaseBackend:
+    """``triton.compiler.compiler.make_backend``: the compiler backend object for ``target``."""
+    if not BaseBackend.supports_target(target):
+        raise RuntimeError(f"no tritium backend compiles for {target}")
+    return BaseBackend(target)
+
+
+_triton_compiler_module.make_backend.factory = make_backend

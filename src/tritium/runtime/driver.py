@@ -33,7 +33,8 @@ import os
 import platform
 from typing import Any
 
-from ..backends.base import GPUTarget
+from .. import backends as _backends
+from ..backends.base import BaseBackend, GPUTarget
 
 WARP_SIZE = 32
 MAX_NUM_REGS = 65536
@@ -206,6 +207,10 @@ driver = DriverConfig()
 # (``runtime/__init__`` binds it), but an ``import triton.runtime.driver`` made through tritium's
 # import alias can rebind that name to this module, and scripts must not notice.
 default = driver.default
+
+
+# triton.backends.backends: the host, as Triton's plugins register themselves
+_backends.backends["cpu"] = _backends.TritonBackend(compiler=BaseBackend, driver=CPUDriver)
 
 
 def set_active(new_driver) -> None:
