@@ -50,12 +50,16 @@ def flatten(value) -> tuple[list, Callable[[list], Any], Any]:
             pieces.append((len(element_leaves), rebuild, structure))
             leaves.extend(element_leaves)
 
+        kind = type(value)
+
         def rebuild_tuple(new, pieces=pieces):
             out, at = [], 0
             for n, rebuild, _ in pieces:
                 out.append(rebuild(new[at:at + n]))
                 at += n
-            return tuple(out)
+            if kind is tuple or kind is list:
+                return tuple(out)
+            return kind(*out) if hasattr(kind, "_fields") else kind(out)  # a named tuple keeps its class
 
         return leaves, rebuild_tuple, ("tuple", tuple(s for _, _, s in pieces))
     return [value], (lambda new: new[0]), LEAF

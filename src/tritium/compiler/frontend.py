@@ -13,6 +13,7 @@ attributes, calls and inlining); statements, expressions and ``generate_ir`` are
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import inspect
 import operator
@@ -241,6 +242,41 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
         return tuple(values)
 
     visit_List = visit_Tuple
+
+    def visit_ListComp(self, node):
+        """``[f(v) for v in values]`` over a tuple or ``tl.static_range`` (unrolled at compile
+        time, as Triton does): a tuple of the results. Conditions must be compile-time values."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            raise self.error(node, "a comprehension in a kernel takes one `for` over a tuple or tl.static_range")
+        generator = node.generators[0]
+        iterable = self.visit(generator.iter)
+        if isinstance(iterable, lstd.static_range):
+            bounds = [_static(iterable.start), _static(iterable.end), _static(iterable.step)]
+            items = builtins.range(*bounds)
+        elif isinstance(_static(iterable) if _is_static(iterable) else iterable, (tuple, list, builtins.range)):
+            items = _static(iterable) if _is_static(iterable) else iterable
+        else:
+            raise self.error(generator.iter, "a comprehension in a kernel iterates over a tuple or tl.static_range "
+                             "(it is unrolled at compile time)")
+        names = [n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)]
+        saved = {name: self.scope[name] for name in names if name in self.scope}
+        results = []
+        try:
+            for item in items:
+                self._assign(generator.target, _wrap(item), node)
+                keep = True
+                for condition in generator.ifs:
+                    value = self.visit(condition)
+                    if not _is_static(value):
+                        raise self.error(condition, "a comprehension's condition must be a compile-time value")
+                    keep = keep and bool(_static(value))
+                if keep:
+                    results.append(self.visit(node.elt))
+        finally:
+            for name in names:
+                self.scope.pop(name, None)
+            self.scope.update(saved)
+        return tuple(results)
 
     def visit_JoinedStr(self, node):
         parts = []

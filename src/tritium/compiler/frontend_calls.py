@@ -133,6 +133,10 @@ class CallVisitor:
             return lstd.range(*args, **kwargs)
         if isinstance(target, type) and target in (lstd.range, lstd.static_range):
             return target(*args, **kwargs)
+        if isinstance(target, type) and issubclass(target, tuple) and (hasattr(target, "_fields") or
+                                                                      target is lcore.tl_tuple):
+            # a named tuple built in the kernel, or tl.tuple(iterable): a tuple of the values as they are
+            return target(*args, **kwargs)
         if isinstance(target, pytypes.MethodType) and isinstance(target.__self__, tensor):
             return _wrap(target(*args, **kwargs))
         if callable(target) and getattr(target, "__qualname__", "").startswith("tensor.__getattr__"):

@@ -22,8 +22,16 @@ def _wrap(value):
     if isinstance(value, (bool, int, float, str)) or value is None:
         return constexpr(value)
     if isinstance(value, tuple) and not isinstance(value, tensor):
-        return tuple(_wrap(v) for v in value)
+        return _same_kind_of_tuple(value, [_wrap(v) for v in value])
     return value
+
+
+def _same_kind_of_tuple(original: tuple, items: list) -> tuple:
+    """``items`` as a tuple of ``original``'s class: a named tuple keeps its fields, tl.tuple stays one."""
+    kind = type(original)
+    if kind is tuple:
+        return tuple(items)
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
 def _is_static(value) -> bool:

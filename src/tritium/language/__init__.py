@@ -39,6 +39,9 @@ void = None
 
 int_types = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 
+# tl.tuple, as Triton names the tuples kernels hold (defined last: it shadows the builtin here)
+from .core import tl_tuple as tuple  # noqa: E402,F401,A001
+
 
 def _tensor_member_functions():
     """The tl functions available as tensor methods (``x.sum(0)``, ``x.exp()``...)."""

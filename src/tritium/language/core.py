@@ -62,6 +62,14 @@ def constexpr_function(fn) -> ConstexprFunction:
     return ConstexprFunction(fn)
 
 
+class tl_tuple(builtins.tuple):
+    """``tl.tuple(iterable)``: a tuple of kernel values (kernels hold tuples as Python tuples; this
+    class names them as Triton does, for ``tl.tuple([...])`` and ``isinstance(x, tl.tuple)``)."""
+
+    def __repr__(self) -> str:
+        return f"tl.tuple({builtins.tuple.__repr__(self)})"
+
+
 def is_constexpr_function(fn) -> bool:
     return getattr(fn, "__tritium_constexpr_function__", False)
 

@@ -188,7 +188,23 @@ def specialize(value, allow_constant_one: bool = True) -> Specialization:
                               dict(_DIVISIBLE) if aligned else {}, view.device)
     if isinstance(value, T.dtype):
         return Specialization(("dtype", value.name), constexpr(value), {}, None)
+    if isinstance(value, constexpr) or _is_jit_function(value):
+        # a compile-time value where a run-time one may go (a tuple's element, Triton's closures):
+        # compiled in, as a constexpr parameter is
+        inner = value.value if isinstance(value, constexpr) else value
+        try:
+            hash(inner)
+            identity = inner
+        except TypeError:
+            identity = ("id", id(inner))
+        return Specialization(("constexpr", type(inner).__qualname__, identity), constexpr(inner), {}, None)
     raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected a tensor, a number, or None")
+
+
+def _is_jit_function(value) -> bool:
+    from ..compiler.source import JITCallable
+
+    return isinstance(value, JITCallable)
 
 
 # tensor descriptors ------------------------------------------------------------------------------
