@@ -164,3 +164,25 @@ def test_import_triton_ops_fails_as_in_triton_3(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tritium", "run", str(script)], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.strip() == "triton 3", done.stderr
+
+
+@triton.jit
+def _mixed_fp8_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :]).to(tl.float8e5, bitcast=True)
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :]).to(tl.float8e4nv, bitcast=True)
+    tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b))
+
+
+def test_dot_of_two_fp8_formats(backend):
+    """Triton multiplies fp8e5 by fp8e4nv directly; checked against the fp64 product of the same
+    fp8 values, within fp32 accumulation (K = 32 products: 32 * 2^-24 of the sum of |products|)."""
+    n = 32
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(torch.float8_e5m2)
+    b = torch.randn(n, n, generator=gen).to(torch.float8_e4m3fn)
+    c = torch.zeros(n, n)
+    _mixed_fp8_dot[(1,)](a.view(torch.uint8), b.view(torch.uint8), c, N=n)
+    exact = a.double() @ b.double()
+    bound = n * 2.0 ** -24 * (a.double().abs() @ b.double().abs())
+    assert torch.all((c.double() - exact).abs() <= bound)
