@@ -163,7 +163,9 @@ class DeviceAssertionError(TritonError, AssertionError):
 
 
 class HintViolationError(TritonError, ValueError):
-    """A ``tl.multiple_of`` / ``tl.max_contiguous`` hint is false for the values at run time."""
+    """In debug mode: a store or atomic whose address relies on a ``tl.multiple_of`` /
+    ``tl.max_contiguous`` / ``tl.max_constancy`` hint that is false for its active lanes
+    (docs/language.md, "Hints"; without debug mode, and for loads, a warning)."""
 
 
 class InternalError(TritonError, RuntimeError):
