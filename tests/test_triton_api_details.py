@@ -186,3 +186,35 @@ def test_dot_of_two_fp8_formats(backend):
     exact = a.double() @ b.double()
     bound = n * 2.0 ** -24 * (a.double().abs() @ b.double().abs())
     assert torch.all((c.double() - exact).abs() <= bound)
+
+
+def _marked_builtin(fn):
+    fn.__triton_builtin__ = True  # how torch's triton_helpers marks its compile-time helpers
+    return fn
+
+
+@_marked_builtin
+def _next_power_of_2(n, *, _builder=None):
+    assert isinstance(n, tl.constexpr)
+    return tl.constexpr(triton.next_power_of_2(n.value))
+
+
+@_marked_builtin
+def _if_mask(mask, value, *, _builder=None):
+    return tl.constexpr(None) if isinstance(mask, tl.constexpr) and mask.value is None else value
+
+
+@triton.jit
+def _uses_marked_builtins(x_ptr, out_ptr, N: tl.constexpr):
+    P: tl.constexpr = _next_power_of_2(N)
+    offs = tl.arange(0, P)
+    mask = offs < N
+    x = tl.load(x_ptr + offs, mask=mask, other=_if_mask(mask, 0.0))
+    tl.store(out_ptr + offs, x.to(tl.core._unwrap_if_constexpr(tl.int32)), mask=mask)
+
+
+def test_functions_marked_as_triton_builtins_run_at_compile_time(backend):
+    x = torch.arange(5, dtype=torch.float32) * 3
+    out = torch.zeros(5, dtype=torch.int32)
+    _uses_marked_builtins[(1,)](x, out, N=5)
+    assert out.tolist() == [0, 3, 6, 9, 12]

@@ -104,6 +104,10 @@ class CallVisitor:
             return self.call_jit(target, args, kwargs)
         if lcore.is_builtin(target):
             return _wrap(target(*args, **kwargs))
+        if getattr(target, "__triton_builtin__", False):
+            # a function marked the way Triton marks its builtins (Inductor's triton_helpers does):
+            # called at compile time with the kernel's values, constexprs wrapped
+            return _wrap(target(*args, **kwargs))
         if lcore.is_constexpr_function(target):
             dynamic = [a for a in list(args) + list(kwargs.values()) if not _is_static(a)]
             if dynamic:

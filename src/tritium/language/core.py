@@ -27,6 +27,12 @@ def is_builtin(fn) -> bool:
     return getattr(fn, "__tritium_builtin__", False)
 
 
+@builtin
+def _unwrap_if_constexpr(value):
+    """A constexpr's value, anything else as it is (Inductor's helpers call it in kernels)."""
+    return unwrap(value)
+
+
 class ConstexprFunction:
     """``@triton.constexpr_function``: a Python function that kernels call at compile time, on
     compile-time values (constexprs, numbers, dtypes); its result is a constexpr. Called from
