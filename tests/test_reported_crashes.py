@@ -85,3 +85,37 @@ def test_an_int8_matmul_with_masked_k_tiles(backend):
     c = torch.zeros(M, N, dtype=torch.int32)
     _int8_matmul[(1,)](a, b, c, M, N, K, BM=16, BN=16, BK=32)
     assert torch.equal(c, a.int() @ b.int())
+
+
+@triton.jit
+def _max_with_index(a0, a1, b0, b1):
+    take = a0 > b0
+    return tl.where(take, a0, b0), tl.where(take, a1, b1)
+
+
+@triton.jit
+def _running_and_total_max(x_ptr, run_ptr, at_ptr, best_ptr, where_ptr, XBLOCK: tl.constexpr, R: tl.constexpr):
+    # Inductor's cummax / max-with-index: the index operand is the same in every program
+    rows = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+    cols = tl.arange(0, R)[None, :]
+    x = tl.load(x_ptr + cols + R * rows)
+    index = tl.broadcast_to(cols.to(tl.int64), [XBLOCK, R])
+    running, at = tl.associative_scan((x, index), 1, _max_with_index)
+    tl.store(run_ptr + cols + R * rows, running)
+    tl.store(at_ptr + cols + R * rows, at)
+    best, where = tl.reduce((x, index), 1, _max_with_index)
+    tl.store(best_ptr + rows, best[:, None])
+    tl.store(where_ptr + rows, where[:, None])
+
+
+def test_two_operand_scan_and_reduce_on_2d_blocks_with_a_uniform_operand(backend):
+    # found running torch.cummax through torch.compile: a numpy broadcast error inside the scan
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 8, generator=gen)
+    for xblock in (1, 2, 4):
+        run, at = torch.zeros(4, 8), torch.zeros(4, 8, dtype=torch.int64)
+        best, where = torch.zeros(4), torch.zeros(4, dtype=torch.int64)
+        _running_and_total_max[(4 // xblock,)](x, run, at, best, where, XBLOCK=xblock, R=8)
+        expected_run, expected_at = torch.cummax(x, 1)
+        assert torch.equal(run, expected_run) and torch.equal(at, expected_at)
+        assert torch.equal(best, x.max(1).values) and torch.equal(where, x.argmax(1))

@@ -51,6 +51,12 @@ def _combine_max(a, b):
 @triton.jit
 def _combine_min_abs(a, b):
     return tl.where(tl.abs(a) <= tl.abs(b), a, b)
+
+
+@triton.jit
+def _combine_max_with_index(a, a_index, b, b_index):
+    take = a > b
+    return tl.where(take, a, b), tl.where(take, a_index, b_index)
 '''
 
 
@@ -293,7 +299,7 @@ class _Builder:
         x = _bool_as_int(x)
         axis = d.choice((0, 1)) if self.rank == 2 else 0
         kinds = ["sum", "max", "min", "argmax", "argmin", "reduce_add", "reduce_max", "reduce_min_abs",
-                 "cumsum", "scan_add", "scan_max", "cumprod"]
+                 "cumsum", "scan_add", "scan_max", "cumprod", "reduce_pair", "scan_pair"]
         if x.category == "int":
             kinds.append("xor_sum")
         kind = d.choice(kinds)
@@ -301,6 +307,23 @@ class _Builder:
         if kind.startswith(("reduce_", "scan_")):
             self.features.add("custom_combine")
         name = self.fresh("r")
+        if kind in ("reduce_pair", "scan_pair"):
+            # two operands, the index one the same in every program (Inductor's cummax / argmax)
+            self.features.add("two_operand")
+            index = "rn[None, :]" if axis == 1 else "rm[:, None]"
+            shape = "[BM, BN]" if self.rank == 2 else "[BLOCK]"
+            index = index if self.rank == 2 else "tl.arange(0, BLOCK)"
+            fn = "tl.reduce" if kind == "reduce_pair" else "tl.associative_scan"
+            self.emit(f"{name}, {name}i = {fn}(({x.code}, tl.broadcast_to(({index}).to(tl.int32), {shape})), {axis}, "
+                      f"_combine_max_with_index)")
+            picked = name if self.d.boolean() else f"{name}i"
+            category = x.category if picked == name else "int"
+            if kind == "scan_pair":
+                return _Value(picked, category, "T")
+            if self.rank == 1:
+                return _Value(picked, category, "S")
+            return _Value(f"{picked}[:, None]" if axis == 1 else f"{picked}[None, :]", category,
+                          "C" if axis == 1 else "R")
         call = {
             "sum": f"tl.sum({x.code}, axis={axis})", "max": f"tl.max({x.code}, axis={axis})",
             "min": f"tl.min({x.code}, axis={axis})", "argmax": f"tl.argmax({x.code}, axis={axis})",

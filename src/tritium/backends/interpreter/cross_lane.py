@@ -29,6 +29,13 @@ def _combine_with_region(ex, region):
     return combine
 
 
+def _one_lead(values: list) -> list:
+    """Operands of a multi-operand reduce or scan with one leading (program) dimension: an operand
+    the same in every program (lead 1) is stretched to the batch the others have."""
+    lead = max(v.shape[0] for v in values)
+    return [v if v.shape[0] == lead else np.broadcast_to(v, (lead,) + v.shape[1:]) for v in values]
+
+
 @handles("reduce")
 def exec_reduce(ex, op, args, active):
     axis = op.attrs["axis"] + 1
@@ -46,7 +53,7 @@ def exec_reduce(ex, op, args, active):
         return fn(x, axis=axis).astype(np.int32)
     if kind == "custom":
         # Region arguments are scalars; give them the full leading shape of the halves.
-        return numerics.tree_reduce(values, axis, _combine_with_region(ex, op.regions[0]))
+        return numerics.tree_reduce(_one_lead(values), axis, _combine_with_region(ex, op.regions[0]))
     raise NotImplementedError(f"reduce kind {kind}")
 
 
@@ -64,6 +71,7 @@ def exec_scan(ex, op, args, active):
         outputs = [np.cumprod(values[0], axis=axis, dtype=values[0].dtype)]
     else:
         combine = _combine_with_region(ex, op.regions[0])
+        values = _one_lead(values)
         n = values[0].shape[axis]
         carry = [np.take(v, [0], axis=axis) for v in values]
         pieces = [[c] for c in carry]
