@@ -26,8 +26,6 @@ written in the string (``lop3.b32 $0, $1, $2, $3, 0x96;``). ``pack`` must be 1. 
 """
 from __future__ import annotations
 
-import re
-
 from .core import unwrap
 
 
