@@ -12,7 +12,8 @@ whole (so a write outside the mask shows), is compared with the reference's:
 * within the stated ulp bound of the function (``backends/llvm/math.py``) where the kernel's last
   op is a math function, for compiled backends (the interpreters share one implementation: bits);
 * within the fp32 accumulation bound ``2 * K * 2^-24 * (|A| @ |B|)`` of ``dot`` outputs (what
-  reordering K fp32 additions can change), for compiled backends.
+  reordering K fp32 additions can change), plus one ulp of the output where an epilogue rounds
+  the accumulator again, for compiled backends.
 
 An exception on any path that is not one of tritium's errors, an ``InternalError``, an error on one
 path but not another, or a difference beyond these bounds is a finding.
@@ -234,10 +235,12 @@ def compare(expected: np.ndarray, actual: np.ndarray, mode: tuple, inputs: dict)
             bad = (expected.view(bits) != actual.view(bits)) & ~both_nan
         elif mode[0] == "ulp":
             bad = (_ulp_distance(expected.astype(np.float32), actual.astype(np.float32)) > mode[1]) & ~both_nan
-        else:  # ("dot", K): the fp32 accumulation bound from the inputs
+        else:  # ("dot", K, epilogue): the fp32 accumulation bound from the inputs
             a = np.abs(inputs["A"].astype(np.float64))
             b = np.abs(inputs["B"].astype(np.float64))
             bound = 2 * mode[1] * 2.0 ** -24 * (a @ b) + 1e-30
+            if len(mode) > 2 and mode[2]:  # acc * 0.5 + 1.0, rounded once more
+                bound = 0.5 * bound + np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
             with np.errstate(invalid="ignore"):
                 bad = ~(np.abs(e64 - a64) <= bound) & ~both_nan
     if not np.any(bad):
