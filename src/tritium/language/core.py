@@ -33,6 +33,17 @@ def _unwrap_if_constexpr(value):
     return unwrap(value)
 
 
+def source_from_def(source: str) -> str:
+    """A function's source from its ``def`` line on, dedented, as Triton keeps ``JITFunction.src``
+    (code that re-parses it, Inductor's among it, expects no decorators)."""
+    import re
+    import textwrap
+
+    source = textwrap.dedent(source)
+    found = re.search(r"^(async\s+)?def\s+\w+\s*\(", source, re.MULTILINE)
+    return source[found.start():] if found else source
+
+
 class ConstexprFunction:
     """``@triton.constexpr_function``: a Python function that kernels call at compile time, on
     compile-time values (constexprs, numbers, dtypes); its result is a constexpr. Called from
@@ -50,12 +61,8 @@ class ConstexprFunction:
     @property
     def src(self) -> str:
         import inspect
-        import re
-        import textwrap
 
-        source = textwrap.dedent(inspect.getsource(self.fn))
-        found = re.search(r"^def\s+\w+\s*\(", source, re.MULTILINE)
-        return source[found.start():] if found else source
+        return source_from_def(inspect.getsource(self.fn))
 
     def __call__(self, *args, **kwargs):
         return self.fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})

@@ -13,6 +13,7 @@ from ..compiler.ir import types as T
 from ..compiler.source import JITCallable, parse_type
 from ..errors import LaunchError, TritonError, show_cause_once
 from ..language.core import ConstexprFunction, constexpr, constexpr_function  # noqa: F401  (Triton's names here)
+from ..language.core import source_from_def
 from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize, tensor_view
@@ -65,17 +66,6 @@ class KernelInterface:
 
 
 _EXEC_SOURCES = 0
-
-
-def _from_def(source: str) -> str:
-    """A function's source from its ``def`` line on, dedented, as Triton keeps ``JITFunction.src``
-    (code that re-parses it, Inductor's among it, expects no decorators)."""
-    import re
-    import textwrap
-
-    source = textwrap.dedent(source)
-    found = re.search(r"^(async\s+)?def\s+\w+\s*\(", source, re.MULTILINE)
-    return source[found.start():] if found else source
 
 
 def _register_exec_source(fn) -> str:
@@ -186,7 +176,7 @@ class JITFunction(KernelInterface, JITCallable):
             source = inspect.getsource(fn)
         except (OSError, TypeError):
             source = _register_exec_source(fn)
-        self.src = _from_def(source)
+        self.src = source_from_def(source)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
