@@ -47,7 +47,7 @@ class _Reliance:
         if not _has_hints(fn):
             return
         hinted, plain = analyze_axis_info(fn), analyze_axis_info(fn, trust_hints=False)
-        for op in _walk(fn):
+        for op in fn.walk():
             if op.opcode not in _ACCESSES:
                 continue
             pointer = op.operands[0]
@@ -57,17 +57,8 @@ class _Reliance:
             self.accesses[id(op)] = (claims, _hints_feeding(pointer))
 
 
-def _walk(fn: Function):
-    def region(r):
-        for op in r.ops:
-            yield op
-            for inner in op.regions:
-                yield from region(inner)
-    yield from region(fn.body)
-
-
 def _has_hints(fn: Function) -> bool:
-    return any(op.opcode == "hint" for op in _walk(fn))
+    return any(op.opcode == "hint" for op in fn.walk())
 
 
 def _hints_feeding(value: Value) -> tuple[Operation, ...]:
