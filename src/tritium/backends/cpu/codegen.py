@@ -29,16 +29,17 @@ import llvmlite.ir as ir
 from ...compiler.analysis.axis_info import AxisInfoMap, analyze_axis_info
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
-from ..llvm import casts
+from ..llvm import atomics, casts
+from ..llvm import combine as combining
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, item_size, memory_type, register_type
+# the error record's codes and size (backends/reports.py)
+from ..reports import ASSERT as ERROR_ASSERT
+from ..reports import GATHER_INDEX as ERROR_GATHER_INDEX
+from ..reports import HISTOGRAM_VALUE as ERROR_HISTOGRAM_VALUE
+from ..reports import OUT_OF_BOUNDS as ERROR_OUT_OF_BOUNDS
+from ..reports import RECORD_SLOTS as ERROR_RECORD_SLOTS
 
-# error codes in the error record: [code, op index, pid x, pid y, pid z, lane, address, extra]
-ERROR_OUT_OF_BOUNDS = 1
-ERROR_ASSERT = 2
-ERROR_GATHER_INDEX = 3
-ERROR_HISTOGRAM_VALUE = 4
-ERROR_RECORD_SLOTS = 8
 # Bytes of block buffers a program keeps on its thread's stack; the rest go to scratch memory the
 # launcher allocates per thread after the error record (Codegen.scratch_bytes of it, 64-byte aligned).
 STACK_BYTES = 256 * 1024
@@ -945,8 +946,6 @@ class Codegen:
         b.position_at_end(done)
 
     # atomics -----------------------------------------------------------------------------------------
-    _ORDERING = {"acquire": "acquire", "release": "release", "acq_rel": "acq_rel", "relaxed": "monotonic"}
-
     def _atomic(self, op: Operation, apply) -> None:
         """Per active lane in lane order: ``apply(address, lane idx) -> old value``."""
         b = self.b
@@ -985,90 +984,21 @@ class Codegen:
             self.scalars[result.id] = b.load(slot)
 
     def lower_atomic_rmw(self, op: Operation) -> None:
-        b = self.b
         kind = op.attrs["kind"]
         dtype = op.operand("pointer").type.scalar.element_ty
-        ordering = self._ORDERING[op.attrs.get("sem", "acq_rel")]
+        ordering = atomics.ordering_of(op)
         value = op.operand("value")
         if dtype.is_bool() and not dtype.is_ptr():
             raise UnsupportedOp("atomics on int1")
-
-        def apply(address, idx):
-            v = self.value_at(value, idx)
-            if dtype.is_floating():
-                if kind == "add" and (dtype.is_fp32() or dtype.is_fp64()):
-                    return b.atomic_rmw("fadd", address, v, ordering)
-                if kind == "xchg":
-                    bits = ir.IntType(dtype.primitive_bitwidth)
-                    old = b.atomic_rmw("xchg", address, v if v.type == bits else b.bitcast(v, bits), ordering)
-                    return old if old.type == register_type(dtype) else b.bitcast(old, register_type(dtype))
-                return self._cas_loop(address, dtype, ordering, lambda old: self._float_atomic_combine(kind, old, v, dtype))
-            signed = dtype.is_int_signed()
-            llvm_kind = {"add": "add", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg",
-                         "max": "max" if signed else "umax", "min": "min" if signed else "umin"}[kind]
-            return b.atomic_rmw(llvm_kind, address, v, ordering)
-
-        self._atomic(op, apply)
-
-    def _float_atomic_combine(self, kind, old, v, dtype):
-        b = self.b
-        if kind == "add":
-            return lanes.float_binary(b, dtype, [old, v], b.fadd)
-        # max/min by IEEE totalOrder on sign-magnitude bits
-        bits_ty = ir.IntType(dtype.primitive_bitwidth)
-        ob = old if old.type == bits_ty else b.bitcast(old, bits_ty)
-        vb = v if v.type == bits_ty else b.bitcast(v, bits_ty)
-        width = dtype.primitive_bitwidth
-
-        def key(x):  # totalOrder as a signed integer: negative values reversed
-            negative = b.icmp_signed("<", x, ir.Constant(bits_ty, 0))
-            return b.select(negative, b.xor(x, ir.Constant(bits_ty, (1 << (width - 1)) - 1)), x)
-
-        take = b.icmp_signed(">" if kind == "max" else "<", key(vb), key(ob))
-        chosen = b.select(take, vb, ob)
-        return chosen if chosen.type == old.type else b.bitcast(chosen, old.type)
-
-    def _cas_loop(self, address, dtype, ordering, combine):
-        b = self.b
-        bits_ty = ir.IntType(dtype.primitive_bitwidth)
-        reg = register_type(dtype)
-        pre = b.block
-        initial = b.load(address, typ=bits_ty)
-        initial.align = item_size(dtype)
-        loop = self.function.append_basic_block("cas")
-        after = self.function.append_basic_block("cas_done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        current = b.phi(bits_ty)
-        current.add_incoming(initial, pre)
-        as_reg = current if reg == bits_ty else b.bitcast(current, reg)
-        new = combine(as_reg)
-        new_bits = new if new.type == bits_ty else b.bitcast(new, bits_ty)
-        pair = b.cmpxchg(address, current, new_bits, ordering, "monotonic" if ordering != "acq_rel" else "acquire")
-        seen = b.extract_value(pair, 0)
-        ok = b.extract_value(pair, 1)
-        current.add_incoming(seen, b.block)
-        b.cbranch(ok, after, loop)
-        b.position_at_end(after)
-        return as_reg if reg == bits_ty else b.bitcast(current, reg)
+        self._atomic(op, lambda address, idx: atomics.rmw(self.b, self.function, kind, dtype, address,
+                                                          self.value_at(value, idx), ordering))
 
     def lower_atomic_cas(self, op: Operation) -> None:
-        b = self.b
         dtype = op.operand("pointer").type.scalar.element_ty
-        ordering = self._ORDERING[op.attrs.get("sem", "acq_rel")]
-        bits_ty = ir.IntType(dtype.primitive_bitwidth)
-        reg = register_type(dtype)
-
-        def apply(address, idx):
-            cmp = self.value_at(op.operand("compare"), idx)
-            val = self.value_at(op.operand("value"), idx)
-            cmp = cmp if cmp.type == bits_ty else b.bitcast(cmp, bits_ty)
-            val = val if val.type == bits_ty else b.bitcast(val, bits_ty)
-            pair = b.cmpxchg(address, cmp, val, ordering, "monotonic" if ordering != "acq_rel" else "acquire")
-            old = b.extract_value(pair, 0)
-            return old if reg == bits_ty else b.bitcast(old, reg)
-
-        self._atomic(op, apply)
+        ordering = atomics.ordering_of(op)
+        self._atomic(op, lambda address, idx: atomics.cas(self.b, dtype, address,
+                                                          self.value_at(op.operand("compare"), idx),
+                                                          self.value_at(op.operand("value"), idx), ordering))
 
     def lower_barrier(self, op: Operation) -> None:
         pass  # one program runs on one thread: its accesses are already in order
@@ -1315,12 +1245,11 @@ class Codegen:
 
     def _combiner(self, op: Operation, dtypes):
         """(lhs lanes, rhs lanes) -> combined lanes, for a reduce or scan's kind."""
-        b = self.b
-        kind = op.attrs["kind"]
-        if kind == "custom":
+        custom = None
+        if op.attrs["kind"] == "custom":
             region = op.regions[0]
 
-            def combine(left, right):
+            def custom(left, right):
                 for arg, value in zip(region.args, list(left) + list(right)):
                     self.scalars[arg.id] = value
                 saved = dict(self.memo)
@@ -1329,49 +1258,10 @@ class Codegen:
                 self.memo = saved
                 return result
 
-            return combine
-        dtype = dtypes[0]
-
-        if kind == "sum":
-            def combine(left, right):
-                if dtype.is_floating():
-                    return [lanes.float_binary(b, dtype, [left[0], right[0]], b.fadd)]
-                return [b.xor(left[0], right[0]) if dtype.is_bool() else b.add(left[0], right[0])]
-        elif kind == "prod":
-            def combine(left, right):
-                if dtype.is_floating():
-                    return [lanes.float_binary(b, dtype, [left[0], right[0]], b.fmul)]
-                return [b.and_(left[0], right[0]) if dtype.is_bool() else b.mul(left[0], right[0])]
-        elif kind in ("max", "min"):
-            def combine(left, right):
-                if dtype.is_floating():
-                    return [lanes.float_binary(b, dtype, [left[0], right[0]],
-                                               lambda x, y: lanes.float_extremum(b, x, y, kind == "max", False))]
-                return [lanes.int_extremum(b, left[0], right[0], kind == "max",
-                                           dtype.is_int_signed() and not dtype.is_bool())]
-        elif kind == "xor":
-            def combine(left, right):
-                return [b.xor(left[0], right[0])]
-        elif kind in ("argmax", "argmin"):
-            maximum = kind == "argmax"
-
-            def combine(left, right):
-                (lv, li), (rv, ri) = left, right
-                if dtype.is_floating():
-                    x, y = casts.to_arithmetic(b, lv, dtype), casts.to_arithmetic(b, rv, dtype)
-                    better = b.fcmp_ordered(">" if maximum else "<", y, x)
-                    left_nan, right_nan = casts.is_nan(b, x), casts.is_nan(b, y)
-                    better = b.or_(better, b.and_(right_nan, b.not_(left_nan)))  # numpy: the first NaN wins
-                    tie = b.or_(b.fcmp_ordered("==", x, y), b.and_(left_nan, right_nan))
-                else:
-                    cmp = b.icmp_signed if dtype.is_int_signed() and not dtype.is_bool() else b.icmp_unsigned
-                    better = cmp(">" if maximum else "<", rv, lv)
-                    tie = b.icmp_unsigned("==", rv, lv)
-                take = b.or_(better, b.and_(tie, b.icmp_signed("<", ri, li)))
-                return [b.select(take, rv, lv), b.select(take, ri, li)]
-        else:
-            raise UnsupportedOp(f"reduce kind {kind}")
-        return combine
+        try:
+            return combining.combiner(self.b, op.attrs["kind"], dtypes, custom)
+        except combining.UnknownKind as error:
+            raise UnsupportedOp(str(error)) from None
 
     def lower_reduce(self, op: Operation) -> None:
         b = self.b

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence
@@ -21,8 +20,10 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
-from ...errors import DeviceAssertionError, OutOfBoundsError, render_location
+from ...errors import OutOfBoundsError, render_location
 from ..base import KernelArgument
+from .. import reports
+from ..llvm.types import scalar_bits
 from . import codegen
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -58,19 +59,6 @@ def _tune_malloc() -> None:
     from ..interpreter import allocator
 
     allocator.tune_once()
-
-
-def _slot(value, ty) -> int:
-    """One run-time scalar argument as the 64 bits of its args-block slot."""
-    scalar = ty
-    if scalar.is_fp32():
-        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
-    if scalar.is_fp64():
-        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
-    if scalar.is_floating():  # fp16/bf16/fp8 scalars: their bits
-        bits = np.array([value], dtype=np.float64).astype(scalar.numpy)
-        return int(bits.view(np.uint8 if scalar.primitive_bitwidth == 8 else np.uint16)[0])
-    return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
 _tokens = itertools.count(1)
@@ -116,7 +104,7 @@ class Executable:
                 bounds += [value.address + value.low, value.address + value.high]
                 keepalive.append(value.keepalive)
             else:
-                slots.append(_slot(value, ty))
+                slots.append(scalar_bits(value, ty))
         block = np.array(slots + bounds, dtype=np.uint64)
         _PRINTING[self.token] = (self, args)
         try:
@@ -165,48 +153,24 @@ class Executable:
 
     def _new_record(self) -> np.ndarray:
         """A thread's error record, followed by its scratch memory, 64-byte aligned."""
-        slots = codegen.ERROR_RECORD_SLOTS + self.scratch_bytes // 8
+        slots = reports.RECORD_SLOTS + self.scratch_bytes // 8
         raw = np.zeros(slots + 8, dtype=np.int64)
         start = (-raw.ctypes.data % 64) // 8
         return raw[start:start + slots]
 
     # errors ----------------------------------------------------------------------------------------
     def _raise(self, record: np.ndarray, block: np.ndarray) -> None:
-        code, op_index, x, y, z, lane, address, extra = (int(v) for v in record[:codegen.ERROR_RECORD_SLOTS])
+        code, op_index, x, y, z, lane, address, extra = (int(v) for v in record[:reports.RECORD_SLOTS])
         op = self.ops[op_index]
         pid = (x, y, z)
         name = self.fn.name
         shape = tuple(getattr(op.operands[0].type, "shape", ())) if op.operands else ()
-        if code == codegen.ERROR_ASSERT:
-            lane_text = _lane_text(lane, tuple(op.operands[0].type.shape) if isinstance(op.operands[0].type, T.block_type) else ())
-            where = f", {lane_text}" if lane_text != "the scalar access" else ""
-            message = render_location(op.loc, f"device_assert failed in kernel '{name}', program {pid}{where}: "
-                                      f"{op.attrs['message']}")
-            raise DeviceAssertionError(message, loc=op.loc, program_id=pid)
-        if code == codegen.ERROR_HISTOGRAM_VALUE:
-            value = address if address < (1 << 63) else address - (1 << 64)
-            bins = extra
-            message = render_location(
-                op.loc, f"tl.histogram in kernel '{name}', program {pid}, lane {lane}: value {value} is outside the "
-                f"{bins} bins [0, {bins})",
-                f"pass mask= to leave such lanes out. A GPU counts them in bin value & {bins - 1} ({value & (bins - 1)} "
-                "here) and Triton's interpreter drops them, so the result depends on where the kernel runs")
-            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=value, extent=bins,
-                                   tensor="input", access="histogram")
-        if code == codegen.ERROR_GATHER_INDEX:
-            index_shape = tuple(op.operand("index").type.shape)
-            position = tuple(int(i) for i in np.unravel_index(lane, index_shape))
-            value = address if address < (1 << 63) else address - (1 << 64)
-            message = render_location(
-                op.loc, f"tl.gather in kernel '{name}', program {pid}, lane {position}: index {value} is out of range "
-                f"for axis {op.attrs['axis']} of size {extra}",
-                "clamp the index (tl.minimum/tl.maximum) or build it so that it stays within the source block")
-            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=value, extent=extra,
-                                   tensor="src", access="gather")
+        if code != reports.OUT_OF_BOUNDS:
+            reports.raise_reported(name, op, code, pid, lane, address, extra)
         access = {"load": "load", "store": "store"}.get(op.opcode, "atomic")
         pointer = op.operand("pointer")
         pointer_shape = tuple(pointer.type.shape) if isinstance(pointer.type, T.block_type) else ()
-        lane_text = _lane_text(lane, pointer_shape)
+        lane_text = reports.lane_text(lane, pointer_shape)
         address &= 0xFFFFFFFFFFFFFFFF
         source = self.provenance.get(pointer.id)
         element = pointer.type.scalar.element_ty
@@ -240,12 +204,6 @@ class Executable:
         raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=address, extent=0,
                                tensor="?", access=access)
 
-
-def _lane_text(lane: int, shape: tuple) -> str:
-    if not shape:
-        return "the scalar access"
-    position = tuple(int(i) for i in np.unravel_index(lane, shape))
-    return f"lane {position[0] if len(position) == 1 else position}"
 
 
 # prints ------------------------------------------------------------------------------------------------

@@ -81,3 +81,20 @@ def constant(dtype, value) -> ir.Constant:
     bits = np.asarray(np.array([value], dtype=np.float64).astype(dtype.numpy)).view(
         np.uint8 if dtype.primitive_bitwidth == 8 else np.uint16)[0]
     return ir.Constant(ir.IntType(dtype.primitive_bitwidth), int(bits))
+
+
+def scalar_bits(value, dtype) -> int:
+    """A run-time scalar argument of IR type ``dtype`` as the bits of its register type (floats in
+    their IEEE encoding, the narrow floats rounded to nearest even once), as an unsigned integer."""
+    import struct
+
+    import numpy as np
+
+    if dtype.is_fp32():
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    if dtype.is_fp64():
+        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    if dtype.is_floating():  # fp16/bf16/fp8 scalars: their bits
+        bits = np.array([value], dtype=np.float64).astype(dtype.numpy)
+        return int(bits.view(np.uint8 if dtype.primitive_bitwidth == 8 else np.uint16)[0])
+    return int(value) & 0xFFFFFFFFFFFFFFFF
