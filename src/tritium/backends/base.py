@@ -160,6 +160,10 @@ class Backend(abc.ABC):
         """Why this backend cannot run here (a missing library or device), or None when it can."""
         return None
 
+    def compile_unavailable_reason(self) -> Optional[str]:
+        """Why this backend cannot compile here (it may compile where it cannot launch: no GPU)."""
+        return self.unavailable_reason()
+
     def is_available(self) -> bool:
         return self.unavailable_reason() is None
 

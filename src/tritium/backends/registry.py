@@ -17,6 +17,7 @@ from .base import Backend
 BACKENDS: dict[str, str] = {
     "interpreter": "tritium.backends.interpreter:InterpreterBackend",
     "cpu": "tritium.backends.cpu:CPUBackend",
+    "cuda": "tritium.backends.cuda:CUDABackend",
 }
 
 _loaded: dict[str, Backend] = {}
@@ -99,13 +100,38 @@ def for_device(device: str, requested: Optional[str] = None) -> Backend:
         if reason is not None:
             raise LaunchError(f"TRITIUM_BACKEND={requested!r} is not available here: {reason}; the backends are "
                               f"{_describe_all()}")
-        if device not in backend.devices:
+        if device not in backend.devices and device not in getattr(backend, "staged_devices", ()):
             raise LaunchError(f"TRITIUM_BACKEND={requested!r} runs kernels on {', '.join(sorted(backend.devices))} "
                               f"memory, but the arguments are on device {device!r}; the backends are "
                               f"{_describe_all()}")
         return backend
     serving = available(device)
+    unavailable = [get(name) for name in names() if device in get(name).devices]
+    if not serving and unavailable:
+        backend = unavailable[0]
+        raise LaunchError(f"the kernel's tensors are on device {device!r}, which the {backend.name} backend runs on, but "
+                          f"it is not available here: {backend.unavailable_reason()}; or pass CPU tensors")
     if not serving:
         raise LaunchError(f"no backend serves device {device!r} yet: the backends are {_describe_all()}; "
                           f"pass {'CPU tensors' if device != 'cpu' else 'tensors a backend serves'}")
     return serving[0]
+
+
+def for_compiling(device: str, requested: Optional[str] = None) -> Backend:
+    """The backend that compiles for ``device`` without launching (``tritium.compile`` with a target):
+    as ``for_device``, but a backend that can compile here counts even when it cannot launch (the
+    CUDA backend makes PTX without a GPU)."""
+    name = requested
+    if not name:
+        for candidate in names():
+            backend = get(candidate)
+            if device in backend.devices and backend.compile_unavailable_reason() is None:
+                name = candidate
+                break
+        else:
+            return for_device(device, requested)
+    backend = get(name)
+    reason = backend.compile_unavailable_reason()
+    if reason is not None or (device not in backend.devices and device not in getattr(backend, "staged_devices", ())):
+        return for_device(device, requested)
+    return backend

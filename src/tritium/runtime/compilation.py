@@ -70,8 +70,8 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     try:
         executable = _executable(backend, compiled_ir.function, options, target or backend.default_target())
     except NotLoweredError as error:
-        if config.backend_name() or backend.name == "interpreter":
-            raise  # asked for by name: its refusal stands
+        if config.backend_name() or backend.name == "interpreter" or "cpu" not in backend.devices:
+            raise  # asked for by name, or for memory the interpreter cannot reach: its refusal stands
         _note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
         interpreter = registry.get("interpreter")
         return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
@@ -87,7 +87,7 @@ def _backend_for_target(target: Any) -> Backend:
     if target is None:
         return registry.for_device("cpu", requested)
     device = target.backend if isinstance(target, GPUTarget) else str(target)
-    return registry.for_device(device, requested)
+    return registry.for_compiling(device, requested)
 
 
 def compile(src: ASTSource, target: Optional[GPUTarget] = None, options: Optional[Mapping[str, Any]] = None

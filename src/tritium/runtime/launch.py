@@ -252,7 +252,7 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
     too, ``TRITIUM_DEBUG``. With ``TRITIUM_VALIDATE=interpreter``, a launch on another backend is
     run again on the interpreter and the outputs compared (see ``validate``)."""
     backend = registry.get(kernel.backend)
-    arguments = kernel_arguments(kernel, values, backend.devices)
+    arguments = kernel_arguments(kernel, values, backend.devices | getattr(backend, "staged_devices", frozenset()))
     if grid3[0] * grid3[1] * grid3[2] == 0:
         warn_empty_grid(kernel.name, grid3)
         return

@@ -1,0 +1,140 @@
+"""The NVIDIA GPU backend: the tile IR lowered to LLVM IR for NVPTX, PTX from LLVM, a cubin from
+``ptxas`` (when present; else the driver compiles the PTX), launched through the CUDA driver.
+
+Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "ptx" and "cubin"
+(empty without ptxas). Layouts, lowering and the runtime are described in docs/cuda-backend.md.
+Without a GPU the backend still compiles (``tritium ir --stage ptx``, and the suite's PTX tests);
+launching then says what is missing.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Mapping, Optional, Union
+
+from ...compiler.ir.ops import Function
+from ...compiler.ir.spec import SPEC
+from ...errors import NotLoweredError, TritonError, internal_error
+from ..base import Backend, GPUTarget, Options
+
+NAME = "cuda"
+DEFAULT_ARCH = 90  # the target of compile-only use without a GPU: an H100/H200
+_SHARED_MARK = "// tritium shared memory bytes: "
+
+
+def _code_digest() -> str:
+    import pathlib
+
+    here = pathlib.Path(__file__).resolve().parent
+    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def arch_name(capability: int) -> str:
+    """``sm_90a`` for 90 (Hopper's architecture-specific features on), ``sm_80`` for 80, ..."""
+    return f"sm_{capability}" + ("a" if capability == 90 else "")
+
+
+class CUDABackend(Backend):
+    """Compiled code for NVIDIA GPUs."""
+
+    name = NAME
+    version = "0-" + _code_digest()
+    devices = frozenset({"cuda"})
+    # Memory it launches on by copying it to the GPU and back, only when named (TRITIUM_BACKEND=cuda):
+    # how the suite, whose tensors live on the CPU, runs on a GPU.
+    staged_devices = frozenset({"cpu"})
+    stages = ("ttir", "llir", "ptx", "cubin")
+    cached_stages = ("llir", "ptx", "cubin")
+    unsupported_opcodes = {
+        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
+        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
+    }
+
+    def compile_unavailable_reason(self) -> Optional[str]:
+        """Why this backend cannot even compile here (no llvmlite), or None."""
+        try:
+            import llvmlite.binding  # noqa: F401
+        except ImportError:
+            return "llvmlite is not installed (pip install llvmlite)"
+        return None
+
+    def unavailable_reason(self) -> Optional[str]:
+        from . import driver
+
+        return self.compile_unavailable_reason() or driver.unavailable_reason()
+
+    def lowered_opcodes(self) -> frozenset[str]:
+        from ..llvm import scalar
+        from . import codegen, math
+
+        handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
+        return frozenset((handled | set(scalar.LOWER) | set(math.LOWER) | {"yield", "condition"}) & set(SPEC))
+
+    def parse_options(self, options) -> Options:
+        """As every backend's, with Triton's default for ``enable_fp_fusion``: TRITON_DEFAULT_FP_FUSION
+        (on unless set to 0), so ``x * y + z`` is one fused multiply-add as under Triton."""
+        from ... import knobs
+
+        if "enable_fp_fusion" not in options:
+            options = {**options, "enable_fp_fusion": bool(knobs.language.default_fp_fusion)}
+        return super().parse_options(options)
+
+    def default_target(self) -> GPUTarget:
+        from . import driver
+
+        if driver.unavailable_reason() is None:
+            major, minor = driver.device(driver.current_device_ordinal()).capability
+            return GPUTarget(NAME, major * 10 + minor, 32)
+        return GPUTarget(NAME, DEFAULT_ARCH, 32)
+
+    def compile(self, fn: Function, options: Options, target: GPUTarget):
+        from . import codegen, nvptx
+
+        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion)
+        try:
+            module = generator.build()
+        except (codegen.UnsupportedOp, NotImplementedError) as error:
+            op = generator.current
+            raise NotLoweredError(getattr(op, "loc", None),
+                                   f"the cuda backend cannot compile {error} in kernel '{fn.name}' yet",
+                                   "no other backend runs kernels on GPU memory: rewrite it without this op, "
+                                   "or pass CPU tensors") from None
+        except TritonError:
+            raise
+        except Exception as error:  # not the kernel's mistake: ours
+            op = generator.current
+            raise internal_error(error, kernel=fn.name, loc=getattr(op, "loc", None),
+                                 opcode=getattr(op, "opcode", ""), where="the cuda backend") from error
+        llir = str(module)
+        if options.enable_fp_fusion:
+            llir = nvptx.contract(llir)
+        arch = arch_name(int(target.arch))
+        try:
+            ptx = nvptx.compile_to_ptx(llir, arch, fn.name)
+        except TritonError:
+            raise
+        except Exception as error:
+            raise internal_error(error, kernel=fn.name, loc=None, opcode="", where="LLVM's NVPTX code generator") \
+                from error
+        ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
+        cubin = nvptx.assemble(ptx, arch) or b""
+        return self._executable(fn, {"ttir": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}, options, generator)
+
+    def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
+        from . import codegen
+
+        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion)
+        generator.build()  # the op table error records name ops by
+        return self._executable(fn, {"ttir": str(fn), **asm}, options, generator)
+
+    def _executable(self, fn, stages, options, generator):
+        from . import launcher
+
+        found = re.match(re.escape(_SHARED_MARK) + r"(\d+)", stages["ptx"])
+        shared = int(found.group(1)) if found else 0
+        return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None)

@@ -1,0 +1,149 @@
+"""``dot`` without tensor cores: both operands through shared memory (converted to the accumulate
+type on the way, tf32 inputs truncated as the IR spec says), then per k an outer product of the
+thread's rows of A and columns of B into its accumulator registers, with fused multiply-adds.
+
+The products follow the CPU backend's rules (``backends/cpu/dot.py``): fp16/bf16/fp8 widened
+exactly, ``tf32`` drops the low 13 mantissa bits, ``tf32x3`` adds the three products of the tf32
+parts and remainders, int8 accumulates in i32. Summation is sequential in k, so results agree with
+the interpreter (which sums in fp64) within K fp32 roundings.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ...compiler.ir import types as T
+from ..llvm import casts
+from ..llvm.types import F32, I32, item_size
+from . import layouts as L
+
+
+def _accumulate_type(op):
+    a = op.operand("a").type.scalar
+    out = op.results[0].type.scalar
+    if a.is_int():
+        return T.int32 if out.primitive_bitwidth <= 32 else T.int64
+    return T.float64 if out.is_fp64() else T.float32
+
+
+def _truncate_tf32(b, x):
+    return b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
+
+
+def lower_dot(cg, op) -> None:
+    b = cg.b
+    a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
+    result = op.results[0]
+    precision = op.attrs.get("input_precision", "ieee")
+    work = _accumulate_type(op)
+    shape_a, shape_b, shape_c = tuple(a.type.shape), tuple(bm.type.shape), tuple(result.type.shape)
+    batched = len(shape_c) == 3
+    k_len = shape_a[-1]
+    split = precision == "tf32x3" and work.is_fp32()
+    parts = ("high", "low") if split else (None,)
+    size = item_size(work)
+
+    numel_a = 1
+    for n in shape_a:
+        numel_a *= n
+    numel_b = 1
+    for n in shape_b:
+        numel_b *= n
+    region = {}  # (operand, part) -> byte offset
+    offset = 0
+    for name, numel in (("a", numel_a), ("b", numel_b)):
+        for part in parts:
+            region[(name, part)] = offset
+            offset += (numel * size + 15) // 16 * 16
+    cg.reserve(offset)
+
+    layout_c = cg.layout_of(acc) or cg.default_layout(shape_c)
+    acc_regs = [casts.cast(b, x, acc.type.scalar, work) if acc.type.scalar != work else x
+                for x in cg.regs(acc, layout_c)]
+
+    def converted(value):
+        layout = cg.some_layout(value)
+        source = value.type.scalar
+        regs = cg.regs(value, layout)
+        out = {}
+        for part in parts:
+            values = []
+            for x in regs:
+                x = casts.cast(b, x, source, work) if source != work else x
+                if work.is_fp32() and precision in ("tf32", "tf32x3"):
+                    high = _truncate_tf32(b, x)
+                    x = high if part in (None, "high") else _truncate_tf32(b, b.fsub(x, high))
+                values.append(x)
+            out[part] = values
+        return layout, out
+
+    layout_a, parts_a = converted(a)
+    layout_b, parts_b = converted(bm)
+    cg.barrier()
+    for part in parts:
+        cg.write_block(layout_a, parts_a[part], work, region[("a", part)])
+        cg.write_block(layout_b, parts_b[part], work, region[("b", part)])
+    cg.barrier()
+
+    # the thread's distinct rows and columns of the result
+    row_dim, col_dim = len(shape_c) - 2, len(shape_c) - 1
+    rows, cols = {}, {}
+    for r, o in enumerate(layout_c.offsets):
+        index = cg.element_index(layout_c, r)
+        batch = index[0] if batched else None
+        rows.setdefault((o[0] if batched else 0, o[row_dim]), (batch, index[row_dim]))
+        cols.setdefault((o[0] if batched else 0, o[col_dim]), (batch, index[col_dim]))
+
+    pre = b.block
+    header = cg.function.append_basic_block("dot_k")
+    body = cg.function.append_basic_block("dot_body")
+    done = cg.function.append_basic_block("dot_end")
+    b.branch(header)
+    b.position_at_end(header)
+    k = b.phi(I32)
+    k.add_incoming(ir.Constant(I32, 0), pre)
+    phis = []
+    for x in acc_regs:
+        phi = b.phi(x.type)
+        phi.add_incoming(x, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, k_len)), body, done)
+    b.position_at_end(body)
+
+    def element(name, part, batch, i, j, shape):
+        index = [batch, i, j] if batched else [i, j]
+        return cg.smem_load(cg.linear_index(index, shape), work, region[(name, part)])
+
+    a_values = {(key, part): element("a", part, batch, i, k, shape_a)
+                for key, (batch, i) in rows.items() for part in parts}
+    b_values = {(key, part): element("b", part, batch, k, j, shape_b)
+                for key, (batch, j) in cols.items() for part in parts}
+    following = []
+    fma = cg.module.globals.get("llvm.fma.f32") if work.is_fp32() else None
+    for r, (phi, o) in enumerate(zip(phis, layout_c.offsets)):
+        row_key = (o[0] if batched else 0, o[row_dim])
+        col_key = (o[0] if batched else 0, o[col_dim])
+        total = phi
+        products = [("high", "high"), ("high", "low"), ("low", "high")] if split else [(None, None)]
+        for pa, pb in products:
+            x, y = a_values[(row_key, pa)], b_values[(col_key, pb)]
+            if work.is_floating():
+                name = "llvm.fma.f32" if work.is_fp32() else "llvm.fma.f64"
+                fma = cg.module.globals.get(name)
+                if fma is None:
+                    fma = ir.Function(cg.module, ir.FunctionType(x.type, [x.type] * 3), name)
+                total = b.call(fma, [x, y, total])
+            else:
+                if x.type != total.type:
+                    x, y = b.sext(x, total.type), b.sext(y, total.type)
+                total = b.add(total, b.mul(x, y))
+        following.append(total)
+    latch = b.block
+    k.add_incoming(b.add(k, ir.Constant(I32, 1)), latch)
+    for phi, value in zip(phis, following):
+        phi.add_incoming(value, latch)
+    b.branch(header)
+    b.position_at_end(done)
+    out_type = result.type.scalar
+    values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in phis]
+    cg.dist[result.id] = (layout_c, values)
+

@@ -1,0 +1,170 @@
+"""The CUDA driver API through ``cuda-bindings``: the context, modules, functions and launches.
+
+One context per process: the primary context of the current device (the one torch uses), made
+current on the calling thread before each use. Every call's status is checked; a failure is a
+``LaunchError`` naming the call and the driver's words for the error.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+import threading
+from typing import Any, Optional
+
+from ...errors import LaunchError
+
+_lock = threading.Lock()
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def unavailable_reason() -> Optional[str]:
+    """Why CUDA cannot be used here, or None."""
+    try:
+        driver = _driver()
+    except ImportError:
+        return "cuda-bindings is not installed (pip install 'tritium[cuda]')"
+    try:
+        status, = driver.cuInit(0)
+    except Exception as error:  # the library itself is missing: no NVIDIA driver
+        return f"the NVIDIA driver library could not be loaded ({type(error).__name__}: {str(error)[:120]})"
+    if status != driver.CUresult.CUDA_SUCCESS:
+        return f"cuInit failed: {_name(status)}"
+    status, count = driver.cuDeviceGetCount()
+    if status != driver.CUresult.CUDA_SUCCESS or count == 0:
+        return "no CUDA device is visible"
+    return None
+
+
+def _name(status) -> str:
+    driver = _driver()
+    try:
+        err, text = driver.cuGetErrorString(status)
+        words = text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # noqa: BLE001 - describing an error must not raise another
+        words = ""
+    return f"{getattr(status, 'name', status)}" + (f" ({words})" if words else "")
+
+
+def check(result, what: str):
+    """The values of a cuda-bindings call's result tuple, or a LaunchError naming ``what``."""
+    driver = _driver()
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise LaunchError(f"the CUDA driver failed in {what}: {_name(status)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class Device:
+    """The current CUDA device and its primary context."""
+
+    def __init__(self, ordinal: int = 0):
+        driver = _driver()
+        check(driver.cuInit(0), "cuInit")
+        self.ordinal = ordinal
+        self.device = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.context = check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        attribute = driver.CUdevice_attribute
+        self.capability = (
+            check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device),
+                  "cuDeviceGetAttribute"),
+            check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device),
+                  "cuDeviceGetAttribute"))
+        self.max_shared = check(driver.cuDeviceGetAttribute(
+            attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self.device), "cuDeviceGetAttribute")
+        self.name = check(driver.cuDeviceGetName(64, self.device), "cuDeviceGetName")
+        if isinstance(self.name, bytes):
+            self.name = self.name.split(b"\0")[0].decode()
+
+    @property
+    def arch(self) -> str:
+        major, minor = self.capability
+        return f"sm_{major}{minor}" + ("a" if major == 9 else "")
+
+    def make_current(self) -> None:
+        check(_driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+
+@functools.lru_cache(maxsize=None)
+def device(ordinal: int = 0) -> Device:
+    return Device(ordinal)
+
+
+def current_device_ordinal() -> int:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return 0
+
+
+def current_stream() -> int:
+    """torch's current stream on the current device when torch has started CUDA, else the default."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda.current_stream().cuda_stream
+    return 0
+
+
+class Kernel:
+    """A loaded kernel: its module and function handle on one device."""
+
+    def __init__(self, dev: Device, image: bytes, name: str, shared_bytes: int):
+        driver = _driver()
+        dev.make_current()
+        self.device = dev
+        self.module = check(driver.cuModuleLoadData(image), "cuModuleLoadData")
+        self.function = check(driver.cuModuleGetFunction(self.module, name.encode()), "cuModuleGetFunction")
+        self.shared_bytes = shared_bytes
+        if shared_bytes > 48 * 1024:
+            if shared_bytes > dev.max_shared:
+                raise LaunchError(f"kernel '{name}' needs {shared_bytes} bytes of shared memory; the device has "
+                                  f"{dev.max_shared} per program: use smaller blocks")
+            check(driver.cuFuncSetAttribute(
+                self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes), "cuFuncSetAttribute")
+
+    def launch(self, grid, threads: int, stream: int, values: tuple, types: tuple) -> None:
+        driver = _driver()
+        gx, gy, gz = grid
+        check(driver.cuLaunchKernel(self.function, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream,
+                                    (values, types), 0), "cuLaunchKernel")
+
+
+# device memory for launches over host memory ------------------------------------------------------
+def allocate(nbytes: int) -> int:
+    return int(check(_driver().cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
+
+
+def free(address: int) -> None:
+    check(_driver().cuMemFree(address), "cuMemFree")
+
+
+def copy_to_device(device_address: int, host_address: int, nbytes: int) -> None:
+    if nbytes:
+        check(_driver().cuMemcpyHtoD(device_address, host_address, nbytes), "cuMemcpyHtoD")
+
+
+def copy_to_host(host_address: int, device_address: int, nbytes: int) -> None:
+    if nbytes:
+        check(_driver().cuMemcpyDtoH(host_address, device_address, nbytes), "cuMemcpyDtoH")
+
+
+def zero(device_address: int, nbytes: int, stream: int) -> None:
+    check(_driver().cuMemsetD8Async(device_address, 0, nbytes, stream), "cuMemsetD8Async")
+
+
+def synchronize() -> None:
+    check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+C_TYPES: dict[str, Any] = {"i1": ctypes.c_int32, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
+                           "i32": ctypes.c_int32, "i64": ctypes.c_int64, "float": ctypes.c_float,
+                           "double": ctypes.c_double}
+del _lock
