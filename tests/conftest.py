@@ -25,15 +25,27 @@ def _checked_compile_time_analysis(monkeypatch):
 
 
 def _host_memory_backends() -> list[str]:
+    """The backends that run kernels on host memory here: those serving it, and those staging it
+    through their device when they can launch (the CUDA backend on a machine with a GPU).
+    TRITIUM_TEST_BACKENDS (comma-separated names) narrows the list."""
+    import os
+
     from tritium.backends import registry
 
-    return [backend.name for backend in registry.available("cpu")]
+    names = [backend.name for backend in registry.available("cpu")]
+    for name in registry.names():
+        backend = registry.get(name)
+        if "cpu" in getattr(backend, "staged_devices", ()) and backend.is_available() and name not in names:
+            names.append(name)
+    wanted = [n for n in os.environ.get("TRITIUM_TEST_BACKENDS", "").split(",") if n]
+    return [n for n in names if n in wanted] if wanted else names
 
 
 @pytest.fixture(params=_host_memory_backends())
 def backend(request, monkeypatch) -> str:
-    """Runs the test once on every available backend that launches on host memory (the compiled CPU
-    backend and the interpreter), with TRITIUM_BACKEND naming it."""
+    """Runs the test once on every available backend that launches on host memory (the interpreter,
+    the compiled CPU backend, and the CUDA backend where there is a GPU), with TRITIUM_BACKEND naming
+    it."""
     monkeypatch.setenv("TRITIUM_BACKEND", request.param)
     return request.param
 

@@ -18,6 +18,7 @@ import mpmath
 import numpy as np
 import pytest
 
+import cuda_accuracy
 import tritium as triton
 import tritium.language as tl
 from tritium.errors import CompilationError
@@ -134,6 +135,13 @@ def test_unary_function_against_mpmath(name, dtype):
         np.testing.assert_allclose(got, expected, rtol=1e-15, atol=1e-15)
         return
     maxulp = 1 if dtype == np.float32 else FP64_ULPS.get(name, 2)
+    if cuda_accuracy.on_cuda():  # NVIDIA's libdevice, within its documented bounds
+        if name == "fast_logf":  # __logf: an absolute error of 2**-21.41 on [0.5, 2], 3 ulp elsewhere
+            near_one = (x >= 0.5) & (x <= 2)
+            assert (np.abs(got[near_one] - expected[near_one]) <= 2.0 ** -21.41).all()
+            got, expected = got[~near_one], expected[~near_one]
+        table = cuda_accuracy.LIBDEVICE_FP32_ULPS if dtype == np.float32 else cuda_accuracy.LIBDEVICE_FP64_ULPS
+        maxulp = max(maxulp, table.get(name, 2))
     np.testing.assert_array_max_ulp(got, expected, maxulp=maxulp)
 
 
@@ -199,7 +207,11 @@ def test_division_rounded_to_nearest_and_toward_zero(dtype):
     assert np.array_equal(binary("div_rn", x, y), np.array([round_fraction(q, dtype) for q in exact]))
     assert np.array_equal(binary("div_rz", x, y), np.array([round_fraction(q, dtype, True) for q in exact]))
     if dtype == np.float32:  # correctly rounded here; the GPU's approximation is within 2 ulp
-        assert np.array_equal(binary("fast_dividef", x, y), np.array([round_fraction(q, dtype) for q in exact]))
+        rounded = np.array([round_fraction(q, dtype) for q in exact])
+        if cuda_accuracy.on_cuda():
+            np.testing.assert_array_max_ulp(binary("fast_dividef", x, y), rounded, maxulp=2)
+        else:
+            assert np.array_equal(binary("fast_dividef", x, y), rounded)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -255,7 +267,8 @@ def test_integer_exponents(dtype):
     n = g.integers(-60, 60, N).astype(np.int32)
     outs = [np.zeros_like(x) for _ in range(3)]
     _int_arg_kernel[(1,)](x, n, *outs, N=N)
-    np.testing.assert_array_max_ulp(outs[0], mp_ref(lambda a, b: mpmath.power(a, b), [x, n], dtype), maxulp=1)
+    np.testing.assert_array_max_ulp(outs[0], mp_ref(lambda a, b: mpmath.power(a, b), [x, n], dtype),
+                                    maxulp=cuda_accuracy.POWI_ULPS if cuda_accuracy.on_cuda() else 1)
     expected_ldexp = np.array([math.ldexp(float(a), int(b)) for a, b in zip(x, n)]).astype(dtype)
     assert np.array_equal(outs[1], expected_ldexp)
     assert np.array_equal(outs[2], (expected_ldexp + (x.astype(np.float64) ** 2).astype(dtype)).astype(dtype))
