@@ -32,7 +32,7 @@ def validate_backend() -> str:
     """TRITIUM_VALIDATE=interpreter: after each launch on another backend, run it again on the
     interpreter over copies of the arguments and compare the outputs (runtime/validate.py).
     "" (unset): no validation."""
-    text = os.environ.get("TRITIUM_VALIDATE", "").strip().lower()
+    text = knobs.environ_get("TRITIUM_VALIDATE", "").strip().lower()
     if text in ("", "0", "off", "no", "false"):
         return ""
     if text != "interpreter":
@@ -43,13 +43,13 @@ def validate_backend() -> str:
 def batch_elements() -> int:
     """TRITIUM_BATCH_ELEMENTS: the interpreter runs as many programs at once as keep the largest
     block of one value under this many elements (default 2**18)."""
-    return int(os.environ.get("TRITIUM_BATCH_ELEMENTS", str(1 << 18)))
+    return int(knobs.environ_get("TRITIUM_BATCH_ELEMENTS", str(1 << 18)))
 
 
 def num_threads() -> int:
     """TRITIUM_NUM_THREADS: worker threads the compiled CPU backend splits a grid over (0 or unset:
     as many as the CPUs this process may run on)."""
-    text = os.environ.get("TRITIUM_NUM_THREADS", "").strip()
+    text = knobs.environ_get("TRITIUM_NUM_THREADS", "").strip()
     if text:
         try:
             value = int(text)
@@ -69,14 +69,14 @@ def bounds_checks() -> bool:
     """TRITIUM_BOUNDS_CHECKS=0: the compiled CPU backend compiles kernels without their bounds
     checks (a stray access is then undefined, as on a GPU). Part of the backend's target, so checked
     and unchecked objects are cached apart; set it before the first launch."""
-    return os.environ.get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return knobs.environ_get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def malloc_tuning() -> bool:
     """TRITIUM_MALLOC_TUNING=0: leave glibc's malloc thresholds alone. By default the interpreter
     raises them at its first launch, so the arrays each op frees are reused instead of being
     returned to the OS and faulted in again (see backends/interpreter/allocator.py)."""
-    return os.environ.get("TRITIUM_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off")
+    return knobs.environ_get("TRITIUM_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def reference_mode() -> bool:
@@ -84,13 +84,13 @@ def reference_mode() -> bool:
     fast paths are tested (``tests/fuzz``, ``benchmarks/fuzz.py``): one program at a time, every
     block an ordinary array (no symbolic affine values, so no strided windows, lattice views or row
     gathers) and every loop run over the whole batch (no compaction). Same results, much slower."""
-    return os.environ.get("TRITIUM_REFERENCE", "").strip().lower() in ("1", "true", "yes", "on")
+    return knobs.environ_get("TRITIUM_REFERENCE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def bench_quick() -> bool:
     """TRITIUM_BENCH_QUICK=1: ``perf_report`` sweeps run only their first two x values and
     ``do_bench`` skips its separate warm-up (benchmark scripts as quick smoke tests)."""
-    return os.environ.get("TRITIUM_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+    return knobs.environ_get("TRITIUM_BENCH_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def debug_mode() -> bool:
@@ -116,7 +116,7 @@ def shuffle_seed() -> int | None:
     programs run one at a time, the programs) in a random order drawn from this seed, to expose
     kernels that depend on the order programs are launched in (a GPU promises none). Unset or
     empty: program order. The same seed gives the same order, so a failure can be replayed."""
-    text = os.environ.get("TRITIUM_SHUFFLE", "").strip()
+    text = knobs.environ_get("TRITIUM_SHUFFLE", "").strip()
     if not text:
         return None
     try:
@@ -130,7 +130,7 @@ def spin_check_after() -> int:
     the interpreter starts checking whether an iteration repeats the previous one exactly (same
     carried values, same values read from memory); such a loop can never exit, and it raises
     ``DeadlockError``. Debug mode checks from the first iteration."""
-    return max(1, int(os.environ.get("TRITIUM_SPIN_CHECK_AFTER", "1000")))
+    return max(1, int(knobs.environ_get("TRITIUM_SPIN_CHECK_AFTER", "1000")))
 
 
 def cache_dir() -> str:
@@ -141,10 +141,10 @@ def cache_dir() -> str:
     if knobs.cache.is_set("dir"):
         return os.path.expanduser(str(knobs.cache.dir))
     for variable in ("TRITIUM_CACHE_DIR", "TRITON_CACHE_DIR"):
-        text = os.environ.get(variable, "").strip()
+        text = knobs.environ_get(variable, "").strip()
         if text:
             return os.path.expanduser(text)
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    base = knobs.environ_get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "tritium")
 
 
@@ -152,26 +152,26 @@ def autotune_cache() -> bool:
     """TRITIUM_AUTOTUNE_CACHE=0: the autotuner keeps its results in memory only (default: it also
     stores each key's winning config on disk, under ``cache_dir()/autotune``, and a later process
     reuses it without timing the configs again)."""
-    return os.environ.get("TRITIUM_AUTOTUNE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return knobs.environ_get("TRITIUM_AUTOTUNE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def autotune_progress() -> bool:
     """TRITIUM_AUTOTUNE_PROGRESS=0: no progress line while the autotuner times configs (it is shown
     on stderr only when stderr is a terminal)."""
-    return os.environ.get("TRITIUM_AUTOTUNE_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return knobs.environ_get("TRITIUM_AUTOTUNE_PROGRESS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def strict() -> bool:
     """TRITIUM_STRICT=1: refuse what compiled Triton refuses (``break``/``continue``, ``return``
     inside loops, a loop-carried variable whose type changes), so kernels written against tritium
     also compile under Triton. Off by default: these are tritium's extensions (docs/language.md)."""
-    return os.environ.get("TRITIUM_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+    return knobs.environ_get("TRITIUM_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def check_ir() -> bool:
     """TRITIUM_CHECK_IR=1: verify the IR after every compiler pass, and check that the final IR
     prints, parses back and prints to the same text (the test suite sets it)."""
-    return os.environ.get("TRITIUM_CHECK_IR", "").strip().lower() in ("1", "true", "yes", "on")
+    return knobs.environ_get("TRITIUM_CHECK_IR", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def check_analysis() -> str:
@@ -180,7 +180,7 @@ def check_analysis() -> str:
     from (contiguity, divisibility, constancy, non-negativity; box masks) against the values it
     computed, sampling a few executions and programs (the test suite sets it); ``all`` checks every
     execution in every program. Returns "" (off), "sampled" or "all"."""
-    text = os.environ.get("TRITIUM_CHECK_ANALYSIS", "").strip().lower()
+    text = knobs.environ_get("TRITIUM_CHECK_ANALYSIS", "").strip().lower()
     if text in ("", "0", "false", "no", "off"):
         return ""
     return "all" if text == "all" else "sampled"

@@ -107,7 +107,10 @@ def current_device_ordinal() -> int:
 def current_stream() -> int:
     """torch's current stream on the current device when torch has started CUDA, else the default."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch is not None and torch.cuda.is_initialized():
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher calls: no Stream object
+        if raw is not None:
+            return raw(torch.cuda.current_device())
         return torch.cuda.current_stream().cuda_stream
     return 0
 
