@@ -62,3 +62,43 @@ def raise_reported(kernel: str, op, code: int, pid: tuple, lane: int, value: int
         raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=value, extent=extra,
                                tensor="src", access="gather")
     raise AssertionError(f"error record code {code}")
+
+
+def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, source, arguments) -> None:
+    """Raises the OutOfBoundsError of an access of ``op`` at byte ``address``. ``arguments``: per
+    pointer argument (in order), ``(name, base address, lowest byte, one past the highest)``;
+    ``source``: the position of the argument the pointer derives from (pointer provenance), or
+    None / a negative number when unknown (the argument whose memory holds the address is named)."""
+    from ..compiler.ir import types as T
+
+    access = {"load": "load", "store": "store"}.get(op.opcode, "atomic")
+    pointer = op.operand("pointer")
+    pointer_shape = tuple(pointer.type.shape) if isinstance(pointer.type, T.block_type) else ()
+    text = lane_text(lane, pointer_shape)
+    address &= 0xFFFFFFFFFFFFFFFF
+    element = pointer.type.scalar.element_ty
+    size = max(1, element.primitive_bitwidth // 8) if not element.is_ptr() else 8
+    hint = ("mask the access: compute mask = offsets < n and pass mask=mask"
+            + (", other=0.0 to tl.load" if access == "load" else " to tl.store"))
+    known = source is not None and source >= 0
+    candidates = [source] if known else range(len(arguments))
+    for position in candidates:
+        arg_name, base, low, high = arguments[position]
+        if not known and not low <= address < high:
+            continue
+        extent = max(0, (high - base) // size)
+        offset = address - base
+        if offset % size == 0 or not low <= address <= high - size:
+            problem = (f"element offset {offset // size} of '{arg_name}', a tensor of {extent} elements "
+                       f"(valid offsets 0..{extent - 1})")
+        else:
+            problem = f"a misaligned address (byte {offset}) inside '{arg_name}'"
+        message = render_location(op.loc, f"out-of-bounds {access} in kernel '{kernel}': program {pid}, "
+                                  f"{text} touches {problem}", hint)
+        raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=offset // size,
+                               extent=extent, tensor=arg_name, access=access)
+    what = "a null pointer" if address == 0 else "an address that belongs to no tensor argument"
+    message = render_location(op.loc, f"out-of-bounds {access} in kernel '{kernel}': program {pid}, "
+                              f"{text} dereferences {what}")
+    raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=address, extent=0,
+                           tensor="?", access=access)

@@ -27,6 +27,7 @@ from typing import Optional
 import llvmlite.ir as ir
 
 from ...compiler.analysis.axis_info import AxisInfoMap, analyze_axis_info
+from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ..llvm import atomics, casts
@@ -95,10 +96,9 @@ class Codegen:
         self.ops: list[Operation] = []  # op index -> op, for error records
         self.op_index: dict[int, int] = {}
         self.uses: dict[int, int] = {}
-        self.pointer_args: list[int] = []  # argument index of each pointer argument
-        self.provenance: dict[int, Optional[int]] = {}  # value id -> pointer argument position
+        # argument index of each pointer argument; value id -> position of the pointer argument it derives from
+        self.pointer_args, self.provenance = pointer_provenance(fn)
         self._count_uses(fn.body, depth=0, defined_depth={})
-        self._trace_provenance(fn.body)
         self.deferrable: set[int] = set()  # loads read inside the loop of the store they feed
         self.fused_into: dict[int, list] = {}  # id(store op) -> the load results it reads
         self._find_fusable_loads(fn.body)
@@ -164,75 +164,6 @@ class Codegen:
                 if operand.owner is not None and operand.owner.opcode != "load":
                     stack.append(operand)
         return reached
-
-    def _trace_provenance(self, region: Region) -> None:
-        args = self.fn.args
-        for i, a in enumerate(args):
-            if isinstance(a.type, T.pointer_type):
-                self.provenance[a.id] = len(self.pointer_args)
-                self.pointer_args.append(i)
-        changed = True
-        while changed:  # loops carry pointers: iterate to a fixpoint
-            changed = False
-            for op in self.fn.walk():
-                if op.opcode in ("addptr", "splat", "broadcast", "reshape", "hint", "permute", "flip", "cat", "join",
-                                 "split", "bitcast"):
-                    sources = [op.operands[0]] if op.opcode not in ("cat", "join") else op.operands[:2]
-                    changed |= self._merge(op.results, sources)
-                elif op.opcode == "select":
-                    changed |= self._merge(op.results, op.operands[1:3])
-                elif op.opcode in ("for", "while", "if"):
-                    changed |= self._carry(op)
-
-    _UNKNOWN = -1
-
-    def _merge(self, results, sources) -> bool:
-        known = [self.provenance.get(s.id) for s in sources]
-        if any(k is None for k in known) and not all(k is None for k in known):
-            value = self._UNKNOWN if any(k == self._UNKNOWN for k in known if k is not None) else None
-            if value is None:
-                return False  # wait for the others
-        else:
-            value = None
-        kinds = {k for k in known if k is not None}
-        if not kinds:
-            return False
-        merged = kinds.pop() if len(kinds) == 1 else self._UNKNOWN
-        changed = False
-        for r in results:
-            if not isinstance(r.type.scalar, T.pointer_type):
-                continue
-            old = self.provenance.get(r.id)
-            new = merged if old is None or old == merged else self._UNKNOWN
-            if new != old:
-                self.provenance[r.id] = new
-                changed = True
-        return changed
-
-    def _carry(self, op: Operation) -> bool:
-        changed = False
-        if op.opcode == "for":
-            inits = op.operands[3:]
-            body = op.regions[0]
-            yields = body.terminator.operands if body.terminator else []
-            for i, init in enumerate(inits):
-                sources = [init] + ([yields[i]] if i < len(yields) else [])
-                changed |= self._merge([body.args[i + 1], op.results[i]], sources)
-        elif op.opcode == "if":
-            for i, r in enumerate(op.results):
-                sources = [reg.terminator.operands[i] for reg in op.regions if reg.terminator and reg.ops]
-                changed |= self._merge([r], sources)
-        elif op.opcode == "while":
-            before, after = op.regions
-            cond = before.terminator
-            yields = after.terminator.operands if after.terminator else []
-            for i, init in enumerate(op.operands):
-                sources = [init] + ([yields[i]] if i < len(yields) else [])
-                changed |= self._merge([before.args[i]], sources)
-            if cond is not None:
-                for i, v in enumerate(cond.operands[1:]):
-                    changed |= self._merge([after.args[i], op.results[i]], [v])
-        return changed
 
     # module --------------------------------------------------------------------------------------
     def build(self) -> ir.Module:

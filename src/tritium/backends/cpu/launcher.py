@@ -20,7 +20,6 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
-from ...errors import OutOfBoundsError, render_location
 from ..base import KernelArgument
 from .. import reports
 from ..llvm.types import scalar_bits
@@ -164,45 +163,16 @@ class Executable:
         op = self.ops[op_index]
         pid = (x, y, z)
         name = self.fn.name
-        shape = tuple(getattr(op.operands[0].type, "shape", ())) if op.operands else ()
         if code != reports.OUT_OF_BOUNDS:
             reports.raise_reported(name, op, code, pid, lane, address, extra)
-        access = {"load": "load", "store": "store"}.get(op.opcode, "atomic")
-        pointer = op.operand("pointer")
-        pointer_shape = tuple(pointer.type.shape) if isinstance(pointer.type, T.block_type) else ()
-        lane_text = reports.lane_text(lane, pointer_shape)
-        address &= 0xFFFFFFFFFFFFFFFF
-        source = self.provenance.get(pointer.id)
-        element = pointer.type.scalar.element_ty
-        size = max(1, element.primitive_bitwidth // 8) if not element.is_ptr() else 8
-        hint = ("mask the access: compute mask = offsets < n and pass mask=mask"
-                + (", other=0.0 to tl.load" if access == "load" else " to tl.store"))
-        candidates = [source] if source is not None and source >= 0 else range(len(self.pointer_args))
-        for position in candidates:
-            arg_index = self.pointer_args[position]
-            arg_name = self.fn.arg_names[arg_index]
+        arguments = []
+        for position, arg_index in enumerate(self.pointer_args):
             base = int(block[codegen.HEADER_SLOTS + arg_index])
             low = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position])
             high = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position + 1])
-            if source is None or source < 0:
-                if not low <= address < high:
-                    continue
-            extent = max(0, (high - base) // size)
-            offset = address - base
-            if offset % size == 0 or not low <= address <= high - size:
-                problem = (f"element offset {offset // size} of '{arg_name}', a tensor of {extent} elements "
-                           f"(valid offsets 0..{extent - 1})")
-            else:
-                problem = f"a misaligned address (byte {offset}) inside '{arg_name}'"
-            message = render_location(op.loc, f"out-of-bounds {access} in kernel '{name}': program {pid}, "
-                                      f"{lane_text} touches {problem}", hint)
-            raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=offset // size,
-                                   extent=extent, tensor=arg_name, access=access)
-        what = "a null pointer" if address == 0 else "an address that belongs to no tensor argument"
-        message = render_location(op.loc, f"out-of-bounds {access} in kernel '{name}': program {pid}, "
-                                  f"{lane_text} dereferences {what}")
-        raise OutOfBoundsError(message, kernel=name, loc=op.loc, program_id=pid, offset=address, extent=0,
-                               tensor="?", access=access)
+            arguments.append((self.fn.arg_names[arg_index], base, low, high))
+        reports.raise_out_of_bounds(name, op, pid, lane, address, self.provenance.get(op.operand("pointer").id),
+                                    arguments)
 
 
 
