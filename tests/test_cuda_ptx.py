@@ -191,3 +191,15 @@ def _dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr)
 def test_dot_compiles(dtype):
     compile_for(_dot, {"a_ptr": f"*{dtype}:16", "b_ptr": f"*{dtype}:16", "c_ptr": "*fp32:16", "M": "constexpr",
                        "N": "constexpr", "K": "constexpr"}, {"M": 64, "N": 64, "K": 32})
+
+
+def test_debug_mode_compiles_a_bounds_checked_variant():
+    compiled = compile_for(_add, _ADD, {"BLOCK": 1024})
+    checked = compiled.executable.make_checked()
+    assert checked.checks and not compiled.executable.checks
+    ptx = checked.asm["ptx"]
+    entry = ptx[ptx.index(".entry"):ptx.index(")", ptx.index(".entry"))]
+    # the four arguments, each pointer's [low, high) byte range, then the error record
+    assert entry.count(".param") == 4 + 2 * 3 + 1
+    assert re.search(r"atom\.relaxed\.gpu\.global\.cas\.b64", ptx)  # the first failing program claims the record
+    assert "v4" not in body(checked)  # lane by lane, each checked

@@ -92,10 +92,12 @@ class CUDABackend(Backend):
             return GPUTarget(NAME, major * 10 + minor, 32)
         return GPUTarget(NAME, DEFAULT_ARCH, 32)
 
-    def compile(self, fn: Function, options: Options, target: GPUTarget):
+    def compile(self, fn: Function, options: Options, target: GPUTarget, checks: bool = False):
+        """The executable of ``fn``; ``checks``: debug mode's variant, every access bounds-checked
+        (built on the first launch in debug mode, not stored on disk)."""
         from . import codegen, nvptx
 
-        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion)
+        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks)
         try:
             module = generator.build()
         except (codegen.UnsupportedOp, NotImplementedError) as error:
@@ -123,18 +125,21 @@ class CUDABackend(Backend):
                 from error
         ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
         cubin = nvptx.assemble(ptx, arch) or b""
-        return self._executable(fn, {"ttir": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}, options, generator)
+        return self._executable(fn, {"ttir": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}, options, generator,
+                                target)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import codegen
 
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion)
         generator.build()  # the op table error records name ops by
-        return self._executable(fn, {"ttir": str(fn), **asm}, options, generator)
+        return self._executable(fn, {"ttir": str(fn), **asm}, options, generator, target)
 
-    def _executable(self, fn, stages, options, generator):
+    def _executable(self, fn, stages, options, generator, target):
         from . import launcher
 
         found = re.match(re.escape(_SHARED_MARK) + r"(\d+)", stages["ptx"])
         shared = int(found.group(1)) if found else 0
-        return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None)
+        make_checked = None if generator.checks else (lambda: self.compile(fn, options, target, checks=True))
+        return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None,
+                                   checks=generator.checks, make_checked=make_checked)

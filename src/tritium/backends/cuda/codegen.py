@@ -17,6 +17,7 @@ from typing import Optional
 import llvmlite.ir as ir
 
 from ...compiler.analysis.axis_info import analyze_axis_info
+from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ..llvm import atomics, casts
@@ -72,8 +73,12 @@ def _map_offset(offset, bit_map, rank: int) -> tuple[int, ...]:
 
 
 class Codegen:
-    def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True):
+    def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False):
         self.fn = fn
+        # Debug mode's bounds checks: each pointer argument's [low, high) byte range comes as two more
+        # parameters, and an access outside it is recorded (reports.OUT_OF_BOUNDS) and skipped.
+        self.checks = checks
+        self.pointer_args, self.provenance = pointer_provenance(fn)
         self.num_warps = num_warps
         self.threads = 32 * num_warps
         self.enable_fp_fusion = enable_fp_fusion
@@ -90,7 +95,7 @@ class Codegen:
         self._op_index: dict[int, int] = {}
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more
         # parameter: the error record (backends/reports.py) the launcher reads after the launch.
-        self.reports = any(op.opcode in ("assert", "gather", "histogram") for op in fn.walk())
+        self.reports = checks or any(op.opcode in ("assert", "gather", "histogram") for op in fn.walk())
 
     # setup -----------------------------------------------------------------------------------------
     def param_type(self, ty) -> ir.Type:
@@ -101,7 +106,9 @@ class Codegen:
 
     def build(self) -> ir.Module:
         fn = self.fn
-        params = [self.param_type(a.type) for a in fn.args] + ([GLOBAL_PTR] if self.reports else [])
+        params = [self.param_type(a.type) for a in fn.args]
+        params += [I64] * (2 * len(self.pointer_args) if self.checks else 0)
+        params += [GLOBAL_PTR] if self.reports else []
         kernel_ty = ir.FunctionType(VOID, params)
         kernel = ir.Function(self.module, kernel_ty, fn.name)
         kernel.calling_convention = "ptx_kernel"
@@ -115,6 +122,9 @@ class Codegen:
         self.lane = e.and_(self.tid, ir.Constant(I32, 31))
         self.warp = e.lshr(self.tid, ir.Constant(I32, 5))
         self.record = e.addrspacecast(kernel.args[-1], PTR) if self.reports else None
+        first_bound = len(fn.args)
+        self.bounds = [(kernel.args[first_bound + 2 * k], kernel.args[first_bound + 2 * k + 1])
+                       for k in range(len(self.pointer_args))] if self.checks else []
         for a, raw in zip(fn.args, kernel.args):
             if isinstance(a.type, T.pointer_type):
                 self.scalars[a.id] = e.addrspacecast(raw, PTR)
@@ -525,8 +535,9 @@ class Codegen:
         mem = memory_type(dtype)
         volatile = bool(op.attrs.get("volatile", False))
         if not _is_block(pointer):
+            predicate = self.checked(pointer, self.scalar(pointer), ir.Constant(I32, 0),
+                                     self.scalar(mask) if mask is not None else None)
             p = self.global_pointer(self.scalar(pointer))
-            predicate = self.scalar(mask) if mask is not None else None
             fallback = self.scalar(other) if other is not None else constant(dtype, 0)
 
             def read():
@@ -540,9 +551,11 @@ class Codegen:
         others = self.regs(other, layout) if other is not None else None
         out = [None] * layout.num_regs
         for first, group in self._vector_groups(layout):
-            vec = 1 if volatile else self._mask_vec(mask, layout, self._group_vec(pointer, layout, group))
+            vec = 1 if volatile or self.checks else self._mask_vec(mask, layout,
+                                                                     self._group_vec(pointer, layout, group))
             for start in range(first, first + group, vec):
-                predicate = masks[start] if masks is not None else None
+                predicate = self.checked(pointer, pointers[start], self.lane_number(layout, start),
+                                         masks[start] if masks is not None else None)
                 p = self.global_pointer(pointers[start])
                 if vec == 1:
                     def read(p=p):
@@ -596,8 +609,9 @@ class Codegen:
         pointer, value, mask = op.operand("pointer"), op.operand("value"), op.operand("mask")
         dtype = pointer.type.scalar.element_ty
         if not _is_block(pointer):
-            p = self.global_pointer(self.scalar(pointer))
             predicate = self._and(self.first_thread(), self.scalar(mask) if mask is not None else None)
+            predicate = self.checked(pointer, self.scalar(pointer), ir.Constant(I32, 0), predicate)
+            p = self.global_pointer(self.scalar(pointer))
             v = self._to_memory(self.scalar(value), dtype)
             self._guarded(predicate, lambda: b.store(v, p, align=item_size(dtype)) and None)
             return
@@ -607,9 +621,10 @@ class Codegen:
         masks = self.regs(mask, layout) if mask is not None else None
         owner = self.owner(layout)
         for first, group in self._vector_groups(layout):
-            vec = self._mask_vec(mask, layout, self._group_vec(pointer, layout, group))
+            vec = 1 if self.checks else self._mask_vec(mask, layout, self._group_vec(pointer, layout, group))
             for start in range(first, first + group, vec):
                 predicate = self._and(owner, masks[start] if masks is not None else None)
+                predicate = self.checked(pointer, pointers[start], self.lane_number(layout, start), predicate)
                 p = self.global_pointer(pointers[start])
                 if vec == 1:
                     v = self._to_memory(values[start], dtype)
@@ -619,6 +634,30 @@ class Codegen:
                 vector = self._vector_of([self._to_memory(values[start + i], dtype) for i in range(vec)], vector_ty)
                 self._guarded(predicate,
                               lambda p=p, vector=vector: b.store(vector, p, align=vec * item_size(dtype)) and None)
+
+    def checked(self, pointer: Value, address: ir.Value, lane: ir.Value, active: Optional[ir.Value]):
+        """Debug mode: whether ``address`` (of an element of ``pointer``) lies inside the tensor it
+        derives from (any pointer argument's when that is not known); a bad active lane is recorded.
+        Returns the predicate the access runs under (None: unconditionally)."""
+        if not self.checks:
+            return active
+        b = self.b
+        size = item_size(pointer.type.scalar.element_ty)
+        at = b.ptrtoint(address, I64)
+        end = b.add(at, ir.Constant(I64, size))
+        source = self.provenance.get(pointer.id)
+        ranges = [self.bounds[source]] if source is not None and source >= 0 else self.bounds
+        inside = ir.Constant(I1, 0)
+        for low, high in ranges:
+            inside = b.or_(inside, b.and_(b.icmp_unsigned(">=", at, low), b.icmp_unsigned("<=", end, high)))
+        aligned = b.icmp_unsigned("==", b.and_(at, ir.Constant(I64, size - 1)), ir.Constant(I64, 0))
+        ok = b.and_(inside, aligned)
+        bad = b.not_(ok) if active is None else b.and_(active, b.not_(ok))
+        self.fail(bad, reports.OUT_OF_BOUNDS, lane, at, ir.Constant(I64, 0))
+        return ok if active is None else b.and_(active, ok)
+
+    def lane_number(self, layout: L.Layout, r: int) -> ir.Value:
+        return self.linear_index(self.element_index(layout, r), layout.shape)
 
     def first_thread(self) -> ir.Value:
         return self.entry.icmp_unsigned("==", self.tid, ir.Constant(I32, 0))
@@ -635,6 +674,7 @@ class Codegen:
         dtype = pointer.type.scalar.element_ty
         if not _is_block(pointer):
             predicate = self._and(self.first_thread(), self.scalar(mask) if mask is not None else None)
+            predicate = self.checked(pointer, self.scalar(pointer), ir.Constant(I32, 0), predicate)
             old = self._guarded(predicate, lambda: apply(self.scalar(pointer), self.scalar), constant(dtype, 0))
             self.reserve(8)
             self.barrier()
@@ -651,6 +691,7 @@ class Codegen:
         olds = []
         for r in range(layout.num_regs):
             predicate = self._and(owner, masks[r] if masks is not None else None)
+            predicate = self.checked(pointer, pointers[r], self.lane_number(layout, r), predicate)
 
             def operand(v, r=r):
                 return self.regs(v, layout)[r]

@@ -8,7 +8,7 @@ is copied to device memory, the kernel runs, and the ranges are copied back.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ...compiler.ir import types as T
 from ...errors import LaunchError
@@ -37,10 +37,15 @@ def _flush_c_stdout() -> None:
 
 
 class Executable:
-    """A kernel compiled for one GPU architecture."""
+    """A kernel compiled for one GPU architecture. ``report_ops``: the op table of a kernel that takes
+    an error record (it can fail at run time); ``checks``: its accesses are bounds-checked (debug
+    mode's variant: each pointer argument's byte range follows the arguments); ``make_checked``:
+    builds that variant, for launches in debug mode."""
 
-    def __init__(self, fn, asm: dict, shared_bytes: int, num_warps: int, report_ops: Optional[list] = None):
+    def __init__(self, fn, asm: dict, shared_bytes: int, num_warps: int, report_ops: Optional[list] = None,
+                 checks: bool = False, make_checked: Optional[Callable[[], "Executable"]] = None):
         from ...compiler.analysis.effects import needs_program_order
+        from ...compiler.analysis.provenance import pointer_provenance
 
         self.fn = fn
         self.asm = asm
@@ -52,7 +57,13 @@ class Executable:
         # ops by index for kernels that can fail at run time: they take an error record, read after
         # each launch (which makes such launches synchronous)
         self.report_ops = report_ops
-        self.types = tuple(_parameter_type(a.type) for a in fn.args) + ((ctypes.c_void_p,) if report_ops else ())
+        self.checks = checks
+        self.pointer_args, self.provenance = pointer_provenance(fn) if checks else ([], {})
+        self.make_checked = make_checked
+        self._checked: Optional[Executable] = None
+        self.types = (tuple(_parameter_type(a.type) for a in fn.args)
+                      + (ctypes.c_uint64,) * (2 * len(self.pointer_args))
+                      + ((ctypes.c_void_p,) if report_ops else ()))
         self._kernels: dict[int, driver.Kernel] = {}
         self._records: dict[int, int] = {}
         self.prints = any(op.opcode == "print" for op in fn.walk())
@@ -66,6 +77,11 @@ class Executable:
         return kernel
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
+        if debug and not self.checks and self.make_checked is not None:
+            if self._checked is None:
+                self._checked = self.make_checked()
+            self._checked.launch(grid, args, stream, debug=True)
+            return
         gx, gy, gz = (int(g) for g in grid)
         if gx * gy * gz <= 0:
             return
@@ -81,18 +97,30 @@ class Executable:
         if staged:
             self._launch_staged((gx, gy, gz), args, kernel, record)
         else:
-            values = tuple(a.value.address if isinstance(a.type, T.pointer_type) else scalar_bits(a.value, a.type)
-                           for a in args)
             stream = driver.current_stream() if stream is None else int(stream)
-            if record is not None:
-                driver.zero(record, reports.RECORD_SLOTS * 8, stream)
-                values += (record,)
-            kernel.launch((gx, gy, gz), self.threads, stream, values, self.types)
-        if record is not None:
-            self._check(record)
+            self._run(kernel, (gx, gy, gz), args, lambda a: a.value.address, record, stream)
         if self.prints:  # the GPU's printf buffer reaches stdout at a synchronization; C's stdio buffers it
             driver.synchronize()
             _flush_c_stdout()
+
+    def _run(self, kernel, grid, args, device_address, record, stream) -> None:
+        """Packs the parameters (each pointer at ``device_address(argument)``), launches, and with an
+        error record, waits and raises what it reports."""
+        values = tuple(device_address(a) if isinstance(a.type, T.pointer_type) else scalar_bits(a.value, a.type)
+                       for a in args)
+        ranges = []
+        for arg_index in self.pointer_args:
+            a = args[arg_index]
+            base = device_address(a)
+            ranges.append((a.name, base, base + a.value.low, base + a.value.high))
+        for _, _, low, high in ranges:
+            values += (low, high)
+        if record is not None:
+            driver.zero(record, reports.RECORD_SLOTS * 8, stream)
+            values += (record,)
+        kernel.launch(grid, self.threads, stream, values, self.types)
+        if record is not None:
+            self._check(record, ranges)
 
     def _record(self, ordinal: int) -> int:
         found = self._records.get(ordinal)
@@ -100,13 +128,18 @@ class Executable:
             found = self._records[ordinal] = driver.allocate(reports.RECORD_SLOTS * 8)
         return found
 
-    def _check(self, record: int) -> None:
+    def _check(self, record: int, ranges) -> None:
         fields = (ctypes.c_int64 * reports.RECORD_SLOTS)()
         driver.synchronize()
         driver.copy_to_host(ctypes.addressof(fields), record, reports.RECORD_SLOTS * 8)
         code, op_index, x, y, z, lane, value, extra = (int(v) & 0xFFFFFFFFFFFFFFFF for v in fields)
-        if code:
-            reports.raise_reported(self.fn.name, self.report_ops[op_index], code, (x, y, z), lane, value, extra)
+        if not code:
+            return
+        op = self.report_ops[op_index]
+        if code == reports.OUT_OF_BOUNDS:
+            reports.raise_out_of_bounds(self.fn.name, op, (x, y, z), lane, value,
+                                        self.provenance.get(op.operand("pointer").id), ranges)
+        reports.raise_reported(self.fn.name, op, code, (x, y, z), lane, value, extra)
 
     def _launch_staged(self, grid, args, kernel, record) -> None:
         ranges = []
@@ -128,20 +161,19 @@ class Executable:
                 driver.copy_to_device(device_address, start, end - start)
 
             def device_pointer(a):
+                if a.value.device == "cuda":
+                    return a.value.address
                 for start, end, device_address in allocations:
                     if start <= a.value.address + a.value.low and a.value.address + a.value.high <= end:
                         return device_address + (a.value.address - start)
                 raise AssertionError("a staged pointer outside every staged range")
 
-            values = tuple((device_pointer(a) if a.value.device != "cuda" else a.value.address)
-                           if isinstance(a.type, T.pointer_type) else scalar_bits(a.value, a.type) for a in args)
-            if record is not None:
-                driver.zero(record, reports.RECORD_SLOTS * 8, 0)
-                values += (record,)
-            kernel.launch(grid, self.threads, 0, values, self.types)
-            driver.synchronize()
-            for start, end, device_address in allocations:
-                driver.copy_to_host(start, device_address, end - start)
+            try:
+                self._run(kernel, grid, args, device_pointer, record, 0)
+            finally:
+                driver.synchronize()
+                for start, end, device_address in allocations:
+                    driver.copy_to_host(start, device_address, end - start)
         finally:
             for _, _, device_address in allocations:
                 driver.free(device_address)
