@@ -91,3 +91,33 @@ class UnavailableBackend(Backend):
 
     def compile(self, fn, options, target):
         raise AssertionError("an unavailable backend must never compile")
+
+
+class _DeviceView:
+    """Host memory presented as CUDA memory (``__cuda_array_interface__``), for DeviceBackend."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.__cuda_array_interface__ = {"shape": array.shape, "typestr": array.dtype.str,
+                                         "data": (array.ctypes.data, False), "version": 3, "strides": None}
+
+
+class DeviceBackend(Backend):
+    """Serves "cuda" memory that is really host memory (``_DeviceView``): it runs the interpreter on
+    it, and copies it to the host with ``copy_to_host`` as a GPU backend does. ``corrupt``: its launches
+    add 1 to the first element of the last pointer argument."""
+
+    name = "device"
+    version = "1"
+    devices = frozenset({"cuda"})
+    stages = ("ttir",)
+    corrupt = False
+    copies = 0
+
+    def compile(self, fn, options, target):
+        inner = InterpreterExecutable(fn, options)
+        return _CorruptingExecutable(inner) if type(self).corrupt else inner
+
+    def copy_to_host(self, host_address, device_address, nbytes):
+        type(self).copies += 1
+        ctypes.memmove(host_address, device_address, nbytes)

@@ -37,7 +37,7 @@ def registered():
 
     def add(name: str, first: bool = False):
         class_name = {"copy": "CopyBackend", "wrong": "WrongBackend", "caching": "CachingBackend",
-                      "unavailable": "UnavailableBackend"}[name]
+                      "unavailable": "UnavailableBackend", "device": "DeviceBackend"}[name]
         registry.register(name, f"helpers_backends:{class_name}", first=first)
         return registry.get(name)
 
@@ -240,6 +240,24 @@ def test_validation_passes_a_correct_backend_and_leaves_the_arguments_as_it_wrot
     monkeypatch.setenv("TRITIUM_VALIDATE", "cuda")
     with pytest.raises(ValueError, match="against 'interpreter' only"):
         scale_kernel[(2,)](x, out, 20, BLOCK=16)
+
+
+def test_validation_copies_device_memory_to_the_host_and_back(monkeypatch, registered):
+    """A backend on device memory (a GPU's) is validated through its copy_to_host: the arguments are
+    copied for the interpreter's launch and read back for the comparison."""
+    registry.unregister("cuda")
+    registered("device", first=True)
+    x = helpers_backends._DeviceView(np.arange(20, dtype=np.float32))
+    out = helpers_backends._DeviceView(np.zeros(20, dtype=np.float32))
+    monkeypatch.setenv("TRITIUM_VALIDATE", "interpreter")
+    helpers_backends.DeviceBackend.copies = 0
+    compiled = scale_kernel[(2,)](x, out, 20, BLOCK=16)
+    assert compiled.backend == "device" and helpers_backends.DeviceBackend.copies == 4  # 2 before, 2 after
+    assert np.array_equal(out.array, np.arange(20, dtype=np.float32) * 3 + 1)
+    monkeypatch.setattr(helpers_backends.DeviceBackend, "corrupt", True)
+    with pytest.raises(ValidationError, match="the device backend and the interpreter disagree on argument 'out_ptr'"):
+        triton.jit(scale_kernel.fn)[(2,)](x, helpers_backends._DeviceView(np.zeros(20, dtype=np.float32)), 20,
+                                          BLOCK=16)
 
 
 def test_validation_is_a_no_op_on_the_interpreter(monkeypatch):

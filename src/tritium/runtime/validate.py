@@ -47,14 +47,11 @@ def _host_bytes(view) -> np.ndarray:
     return np.ctypeslib.as_array(raw)
 
 
-def _snapshot(arguments: list[KernelArgument]) -> list[KernelArgument]:
-    """The pointer arguments with their memory copied, so a second launch can run on the copies.
-    Arguments whose bytes overlap (the same tensor passed twice, views of one buffer) share one
-    copy, as they share memory in the launch being checked."""
-    for argument in arguments:
-        if argument.value.device != "cpu":
-            raise ValidationError(f"TRITIUM_VALIDATE compares host memory, but argument '{argument.name}' is on "
-                                  f"device '{argument.value.device}'")
+def _snapshot(arguments: list[KernelArgument], read=None) -> list[KernelArgument]:
+    """The pointer arguments with their memory copied to host memory, so a second launch can run on
+    the copies. Arguments whose bytes overlap (the same tensor passed twice, views of one buffer)
+    share one copy, as they share memory in the launch being checked. ``read(start, end)`` gives a
+    host copy of device bytes (device memory); host memory is copied directly."""
     spans = sorted((a.value.address + a.value.low, a.value.address + a.value.high) for a in arguments)
     regions: list[list[int]] = []
     for start, end in spans:
@@ -62,7 +59,8 @@ def _snapshot(arguments: list[KernelArgument]) -> list[KernelArgument]:
             regions[-1][1] = max(regions[-1][1], end)
         else:
             regions.append([start, end])
-    copies = [(start, _host_bytes(TensorView(None, start, 0, end - start, "cpu", None)).copy())
+    copies = [(start, read(start, end) if read is not None
+               else _host_bytes(TensorView(None, start, 0, end - start, "cpu", None)).copy())
               for start, end in regions]
     copied = []
     for argument in arguments:
@@ -72,7 +70,7 @@ def _snapshot(arguments: list[KernelArgument]) -> list[KernelArgument]:
         base = copy.ctypes.data if copy.size else start
         address = base + (view.address - start)
         copied.append(KernelArgument(argument.name, argument.type,
-                                     TensorView(view.dtype, address, view.low, view.high, view.device, copy)))
+                                     TensorView(view.dtype, address, view.low, view.high, "cpu", copy)))
     return copied
 
 
@@ -138,16 +136,35 @@ def _reference_executable(kernel, reference: str):
 
 def launch_and_compare(kernel, reference: str, grid3, arguments: list[KernelArgument], stream, debug: bool) -> None:
     """Launches ``kernel`` on its backend, then on ``reference`` over copies of the arguments as they
-    were before, and compares every pointer argument's bytes (see the module's docstring)."""
+    were before, and compares every pointer argument's bytes (see the module's docstring). Device
+    memory (a GPU's) is copied to the host for the reference launch and read back for the comparison
+    through the backend's ``copy_to_host``."""
     pointers = [i for i, argument in enumerate(arguments) if isinstance(argument.type, T.pointer_type)]
+    devices = {arguments[i].value.device for i in pointers}
+    if len(devices - {"cpu"}) > 1 or ("cpu" in devices and len(devices) > 1):
+        raise ValidationError(f"TRITIUM_VALIDATE: the arguments of {kernel.name} are on several devices {sorted(devices)}")
+    backend = registry.get(kernel.backend)
+    on_device = bool(devices - {"cpu"})
+    if on_device and not hasattr(backend, "copy_to_host"):
+        raise ValidationError(f"TRITIUM_VALIDATE compares host memory, but the {kernel.backend} backend cannot copy "
+                              f"device {sorted(devices)[0]!r} memory to the host")
+
+    def read(start: int, end: int) -> np.ndarray:
+        out = np.empty(max(0, end - start), dtype=np.uint8)
+        if out.size:
+            backend.copy_to_host(out.ctypes.data, start, out.size)
+        return out
+
     copies = list(arguments)
-    for i, copied in zip(pointers, _snapshot([arguments[i] for i in pointers])):
+    for i, copied in zip(pointers, _snapshot([arguments[i] for i in pointers], read if on_device else None)):
         copies[i] = copied
     kernel.executable.launch(grid3, arguments, stream, debug=debug)
     _reference_executable(kernel, reference).launch(grid3, copies, None, debug=debug)
     bound = ulp_bound(kernel.ir)
     for i in pointers:
         argument = arguments[i]
-        compare(kernel.name, argument.name, argument.type.element_ty, _host_bytes(argument.value),
+        view = argument.value
+        actual = (read(view.address + view.low, view.address + view.high) if on_device else _host_bytes(view))
+        compare(kernel.name, argument.name, argument.type.element_ty, actual,
                 _host_bytes(copies[i].value), bound if argument.type.element_ty.is_floating() else 0,
                 backend=kernel.backend, reference=f"the {reference}")

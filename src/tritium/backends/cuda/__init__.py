@@ -84,6 +84,14 @@ class CUDABackend(Backend):
             options = {**options, "enable_fp_fusion": bool(knobs.language.default_fp_fusion)}
         return super().parse_options(options)
 
+    def copy_to_host(self, host_address: int, device_address: int, nbytes: int) -> None:
+        """Device memory to host memory, after the work queued so far (TRITIUM_VALIDATE reads GPU
+        results with it)."""
+        from . import driver
+
+        driver.synchronize()
+        driver.copy_to_host(host_address, device_address, nbytes)
+
     def default_target(self) -> GPUTarget:
         from . import driver
 
