@@ -203,3 +203,12 @@ def test_debug_mode_compiles_a_bounds_checked_variant():
     assert entry.count(".param") == 4 + 2 * 3 + 1
     assert re.search(r"atom\.relaxed\.gpu\.global\.cas\.b64", ptx)  # the first failing program claims the record
     assert "v4" not in body(checked)  # lane by lane, each checked
+
+
+def test_the_stages_of_the_named_backend_without_a_gpu(monkeypatch):
+    """`TRITIUM_BACKEND=cuda tritium ir FILE:KERNEL --stage ptx` (kernel.stages) compiles for the GPU
+    where there is none."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cuda")
+    stages = _add.stages("*fp32:16,*fp32:16,*fp32:16,i32:16", BLOCK=1024)
+    assert set(stages) >= {"ttir", "llir", "ptx", "cubin"}
+    assert "ptx_kernel" in stages["llir"] and "ld.global.v4.b32" in stages["ptx"]

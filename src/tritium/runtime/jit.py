@@ -283,9 +283,18 @@ class JITFunction(KernelInterface, JITCallable):
 
     def stages(self, signature, **constants) -> dict:
         """Each stage's output (stage name -> text or bytes) of the backend that runs host-memory
-        launches, for ``signature`` and constexprs as in ``ir``. Launches nothing."""
+        launches (or the one TRITIUM_BACKEND names), for ``signature`` and constexprs as in ``ir``.
+        Launches nothing."""
         specs, attrs = self._ir_specs(signature, constants)
-        backend = backend_for([])
+        requested = config.backend_name()
+        if requested:  # the backend TRITIUM_BACKEND names, when it can compile here (the CUDA one without a GPU)
+            from ..backends import registry
+
+            backend = registry.get(requested)
+            device = next(iter(sorted(backend.devices)))
+            backend = registry.for_compiling(device, requested)
+        else:
+            backend = backend_for([])
         kernel = compilation.build(self, specs, attrs, backend, parse_options(backend, {}), ("stages",))
         return kernel.asm
 
