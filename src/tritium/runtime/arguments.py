@@ -281,14 +281,25 @@ def _argument_parts(name: str, spec, value) -> list[tuple[str, Any, Any]]:
     return [(name, spec, value)]
 
 
+# id(specs dict) -> (that dict, its composite parameter names): a compiled kernel's specs never change,
+# and every launch asks
+_composite_names: dict = {}
+
+
 def expand_composites(specs: dict, values: dict) -> tuple[dict, dict]:
     """``specs`` and ``values`` (parameter name -> spec, value) with the parts of each argument passed
     as several IR parameters (tensor descriptors, tuples) added under those parameters' names
     (``name.base``, ``name.shape0``, ``name.0``...)."""
-    from ..language.tensor_descriptor import tensor_descriptor_type
-    from ..language.tuple_type import tuple_type
+    names = _composite_names.get(id(specs))
+    if names is None or names[0] is not specs:
+        from ..language.tensor_descriptor import tensor_descriptor_type
+        from ..language.tuple_type import tuple_type
 
-    names = [n for n, spec in specs.items() if isinstance(spec, (tensor_descriptor_type, tuple_type))]
+        names = (specs, [n for n, spec in specs.items() if isinstance(spec, (tensor_descriptor_type, tuple_type))])
+        if len(_composite_names) > 4096:
+            _composite_names.clear()
+        _composite_names[id(specs)] = names
+    names = names[1]
     if not names:
         return specs, values
     specs, values = dict(specs), dict(values)

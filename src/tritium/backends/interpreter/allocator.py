@@ -29,6 +29,8 @@ _state = {"done": False, "tuned": False}
 
 def tune_once() -> bool:
     """Raises glibc's thresholds, once per process; True when they were raised (glibc only)."""
+    if _state["done"]:  # every launch asks: answer without the lock
+        return _state["tuned"]
     with _lock:
         if not _state["done"]:
             _state["done"] = True
