@@ -65,6 +65,21 @@ class Options:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+def source_digest(folder) -> str:
+    """A digest of the Python sources of a backend's folder and of ``backends/llvm/`` (the code that
+    decides what it generates), so compiled kernels cached on disk never outlive a change to them."""
+    import hashlib
+    import pathlib
+
+    here = pathlib.Path(folder).resolve()
+    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def largest_block(fn: Function) -> int:
     """The element count of the largest block value in ``fn`` (1 when it has none): how much work
     one program does, which decides how many programs a backend runs at a time."""

@@ -9,6 +9,7 @@ launch are described in docs/cpu-backend.md.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Mapping, Optional, Union
 
 from ... import config
@@ -16,24 +17,10 @@ from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
 from ...errors import NotLoweredError, TritonError, internal_error
-from ..base import Backend, GPUTarget, Options, largest_block
+from ..base import Backend, GPUTarget, Options, largest_block, source_digest
 from . import codegen
 
 NAME = "cpu"
-
-
-def _code_digest() -> str:
-    """A digest of the source files that decide the code this backend generates (this folder and
-    backends/llvm/), so cached objects never outlive them."""
-    import pathlib
-
-    here = pathlib.Path(__file__).resolve().parent
-    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 class _Stages(dict):
@@ -67,7 +54,7 @@ class CPUBackend(Backend):
     """Compiled code for the host CPU, threaded over the grid, every access checked."""
 
     name = NAME
-    version = "1-" + _code_digest()  # the generated code changes with the generator's source
+    version = "1-" + source_digest(os.path.dirname(__file__))  # the generated code changes with the generator's source
     devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")

@@ -26,11 +26,11 @@ from typing import Optional
 
 import llvmlite.ir as ir
 
-from ...compiler.analysis.axis_info import AxisInfoMap, analyze_axis_info
+from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
-from ..llvm import atomics, casts
+from ..llvm import atomics
 from ..llvm import combine as combining
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, item_size, memory_type, register_type
@@ -1180,7 +1180,7 @@ class Codegen:
         if op.attrs["kind"] == "custom":
             region = op.regions[0]
 
-            def custom(left, right):
+            def combine_region(left, right):
                 for arg, value in zip(region.args, list(left) + list(right)):
                     self.scalars[arg.id] = value
                 saved = dict(self.memo)
@@ -1189,6 +1189,7 @@ class Codegen:
                 self.memo = saved
                 return result
 
+            custom = combine_region
         try:
             return combining.combiner(self.b, op.attrs["kind"], dtypes, custom)
         except combining.UnknownKind as error:
@@ -1368,21 +1369,13 @@ class Codegen:
                     else:
                         desc = b.trunc(b.lshr(position, ir.Constant(I64, stage)), I1)
                     is_right = b.icmp_unsigned("!=", b.and_(position, ir.Constant(I64, bit)), ir.Constant(I64, 0))
-                    greater = self._greater(own, partner, dtype)
+                    greater = lanes.greater(self.b, own, partner, dtype)
                     take = b.xor(greater, b.xor(desc, is_right))
                     self.store_buffer(following, idx, b.select(take, partner, own))
 
                 self.loop_nest(shape, lane)
                 current = following
         self.buffers[op.results[0].id] = current
-
-    def _greater(self, x, y, dtype):
-        b = self.b
-        if dtype.is_floating():
-            return b.fcmp_ordered(">", casts.to_arithmetic(b, x, dtype), casts.to_arithmetic(b, y, dtype))
-        if dtype.is_int_signed() and not dtype.is_bool():
-            return b.icmp_signed(">", x, y)
-        return b.icmp_unsigned(">", x, y)
 
     # reporting -----------------------------------------------------------------------------------
     def lower_assert(self, op: Operation) -> None:

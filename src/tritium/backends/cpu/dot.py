@@ -12,17 +12,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ...compiler.ir import types as T
 from ..llvm import casts
+from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I32, I64
-
-
-def _accumulate_type(op):
-    a = op.operand("a").type.scalar
-    out = op.results[0].type.scalar
-    if a.is_int():
-        return T.int32 if out.primitive_bitwidth <= 32 else T.int64
-    return T.float64 if out.is_fp64() else T.float32
 
 
 def lower_dot(cg, op) -> None:
@@ -30,7 +22,7 @@ def lower_dot(cg, op) -> None:
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
     result = op.results[0]
     precision = op.attrs.get("input_precision", "ieee")
-    work = _accumulate_type(op)
+    work = lanes.accumulate_type(op)
     shape_a, shape_b = tuple(a.type.shape), tuple(bm.type.shape)
     shape_c = tuple(result.type.shape)
     batched = len(shape_c) == 3
@@ -48,8 +40,8 @@ def lower_dot(cg, op) -> None:
             x = cg.value_at(value, idx)
             x = casts.cast(b, x, source, work) if source != work else x
             if part is not None and work.is_fp32():
-                high = b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
-                x = high if part == "high" else _truncate_tf32(b, b.fsub(x, high))
+                high = lanes.truncate_tf32(b, x)
+                x = high if part == "high" else lanes.truncate_tf32(b, b.fsub(x, high))
             cg.store_buffer(buffer, idx, x)
 
         cg.loop_nest(shape, lane)
@@ -183,7 +175,4 @@ def _register_blocked(cg, pairs, out, batch, m, k, n) -> None:
 def _converted(b, x, source, target):
     return x if source == target else casts.cast(b, x, source, target)
 
-
-def _truncate_tf32(b, x):
-    return b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
 

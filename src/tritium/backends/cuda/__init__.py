@@ -8,30 +8,18 @@ launching then says what is missing.
 """
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 from typing import Mapping, Optional, Union
 
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
 from ...errors import NotLoweredError, TritonError, internal_error
-from ..base import Backend, GPUTarget, Options
+from ..base import Backend, GPUTarget, Options, source_digest
 
 NAME = "cuda"
 DEFAULT_ARCH = 90  # the target of compile-only use without a GPU: an H100/H200
 _SHARED_MARK = "// tritium shared memory bytes: "
-
-
-def _code_digest() -> str:
-    import pathlib
-
-    here = pathlib.Path(__file__).resolve().parent
-    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def arch_name(capability: int) -> str:
@@ -43,7 +31,7 @@ class CUDABackend(Backend):
     """Compiled code for NVIDIA GPUs."""
 
     name = NAME
-    version = "0-" + _code_digest()
+    version = "0-" + source_digest(os.path.dirname(__file__))
     devices = frozenset({"cuda"})
     # Memory it launches on by copying it to the GPU and back, only when named (TRITIUM_BACKEND=cuda):
     # how the suite, whose tensors live on the CPU, runs on a GPU.

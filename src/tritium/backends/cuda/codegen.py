@@ -23,7 +23,7 @@ from ...compiler.ir.ops import Function, Operation, Region, Value
 from ..llvm import atomics, casts
 from ..llvm import combine as combining
 from ..llvm import scalar as lanes
-from ..llvm.types import F32, F64, I1, I8, I16, I32, I64, PTR, VOID, constant, item_size, memory_type, register_type
+from ..llvm.types import F32, F64, I1, I8, I32, I64, PTR, VOID, constant, item_size, memory_type, register_type
 from .. import reports
 from . import layouts as L
 from . import math as gpu_math
@@ -1335,18 +1335,10 @@ class Codegen:
                         desc = b.trunc(b.lshr(position, ir.Constant(I32, stage)), I1)
                     is_right = b.icmp_unsigned("!=", b.and_(position, ir.Constant(I32, 1 << step)),
                                                ir.Constant(I32, 0))
-                    take = b.xor(self._greater(own, partner, dtype), b.xor(desc, is_right))
+                    take = b.xor(lanes.greater(self.b, own, partner, dtype), b.xor(desc, is_right))
                     following.append(b.select(take, partner, own))
                 values = following
         self.dist[op.results[0].id] = (layout, values)
-
-    def _greater(self, x, y, dtype):
-        b = self.b
-        if dtype.is_floating():
-            return b.fcmp_ordered(">", casts.to_arithmetic(b, x, dtype), casts.to_arithmetic(b, y, dtype))
-        if dtype.is_int_signed() and not dtype.is_bool():
-            return b.icmp_signed(">", x, y)
-        return b.icmp_unsigned(">", x, y)
 
     def partner_values(self, layout: L.Layout, state: list, dim: int, weight: int, dtypes) -> list:
         """For each register, the values (a list per register) held for the element whose index along

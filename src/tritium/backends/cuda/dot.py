@@ -11,22 +11,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ...compiler.ir import types as T
 from ..llvm import casts
-from ..llvm.types import F32, I32, item_size
-from . import layouts as L
-
-
-def _accumulate_type(op):
-    a = op.operand("a").type.scalar
-    out = op.results[0].type.scalar
-    if a.is_int():
-        return T.int32 if out.primitive_bitwidth <= 32 else T.int64
-    return T.float64 if out.is_fp64() else T.float32
-
-
-def _truncate_tf32(b, x):
-    return b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
+from ..llvm import scalar as lanes
+from ..llvm.types import I32, item_size
 
 
 def lower_dot(cg, op) -> None:
@@ -34,7 +21,7 @@ def lower_dot(cg, op) -> None:
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
     result = op.results[0]
     precision = op.attrs.get("input_precision", "ieee")
-    work = _accumulate_type(op)
+    work = lanes.accumulate_type(op)
     shape_a, shape_b, shape_c = tuple(a.type.shape), tuple(bm.type.shape), tuple(result.type.shape)
     batched = len(shape_c) == 3
     k_len = shape_a[-1]
@@ -70,8 +57,8 @@ def lower_dot(cg, op) -> None:
             for x in regs:
                 x = casts.cast(b, x, source, work) if source != work else x
                 if work.is_fp32() and precision in ("tf32", "tf32x3"):
-                    high = _truncate_tf32(b, x)
-                    x = high if part in (None, "high") else _truncate_tf32(b, b.fsub(x, high))
+                    high = lanes.truncate_tf32(b, x)
+                    x = high if part in (None, "high") else lanes.truncate_tf32(b, b.fsub(x, high))
                 values.append(x)
             out[part] = values
         return layout, out

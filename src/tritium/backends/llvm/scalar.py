@@ -56,6 +56,30 @@ def float_binary(b, dtype, args, compute):
     return casts.from_arithmetic(b, compute(*wide), dtype)
 
 
+def greater(b: ir.IRBuilder, x, y, dtype):
+    """``x > y`` for one lane of ``dtype`` (false when either is NaN): the comparison of sort's network."""
+    if dtype.is_floating():
+        return b.fcmp_ordered(">", casts.to_arithmetic(b, x, dtype), casts.to_arithmetic(b, y, dtype))
+    if dtype.is_int_signed() and not dtype.is_bool():
+        return b.icmp_signed(">", x, y)
+    return b.icmp_unsigned(">", x, y)
+
+
+def accumulate_type(op):
+    """The type a ``dot`` multiplies and accumulates in: i32 (i64) for integers, fp64 for an fp64
+    result, else fp32."""
+    a = op.operand("a").type.scalar
+    out = op.results[0].type.scalar
+    if a.is_int():
+        return _T.int32 if out.primitive_bitwidth <= 32 else _T.int64
+    return _T.float64 if out.is_fp64() else _T.float32
+
+
+def truncate_tf32(b: ir.IRBuilder, x):
+    """An fp32 lane with its low 13 mantissa bits dropped (``input_precision=tf32``)."""
+    return b.bitcast(b.and_(b.bitcast(x, I32), ir.Constant(I32, 0xFFFFE000)), F32)
+
+
 def lower_op(b: ir.IRBuilder, op, args: list):
     """The result lane(s) of the elementwise ``op`` on operand lanes ``args``."""
     try:
