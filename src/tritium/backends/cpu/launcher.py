@@ -104,7 +104,8 @@ class Executable:
                 keepalive.append(value.keepalive)
             else:
                 slots.append(scalar_bits(value, ty))
-        block = np.array(slots + bounds, dtype=np.uint64)
+        slots += bounds
+        block = (ctypes.c_uint64 * len(slots))(*slots)
         _PRINTING[self.token] = (self, args)
         try:
             self._run(block, total)
@@ -112,8 +113,8 @@ class Executable:
             _PRINTING.pop(self.token, None)
         del keepalive
 
-    def _run(self, block: np.ndarray, total: int) -> None:
-        address = block.ctypes.data
+    def _run(self, block, total: int) -> None:
+        address = ctypes.addressof(block)
         seed = config.shuffle_seed()
         if seed is not None:  # TRITIUM_SHUFFLE: programs one at a time in an order drawn from the seed
             record = self._record()
@@ -125,8 +126,8 @@ class Executable:
         if threads > 1 and total * self.largest_block < _PARALLEL_WORK:
             threads = 1
         if threads == 1:
-            record = self._record()
-            if self._grid(address, 0, total, record.ctypes.data):
+            record, record_address = self._record_and_address()
+            if self._grid(address, 0, total, record_address):
                 self._raise(record, block)
             return
         # one contiguous range of programs per thread; the calling thread runs the first itself
@@ -142,13 +143,17 @@ class Executable:
             self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
 
     def _record(self) -> np.ndarray:
-        """The calling thread's error record for a serial launch, kept for the next one (the
-        compiled code fills it only when a program fails, and reads nothing from it)."""
+        return self._record_and_address()[0]
+
+    def _record_and_address(self) -> tuple:
+        """The calling thread's error record for a serial launch and its address, kept for the next
+        one (the compiled code fills it only when a program fails, and reads nothing from it)."""
         records = _records.__dict__
-        record = records.get(self.token)
-        if record is None:
-            record = records[self.token] = self._new_record()
-        return record
+        found = records.get(self.token)
+        if found is None:
+            record = self._new_record()
+            found = records[self.token] = (record, record.ctypes.data)
+        return found
 
     def _new_record(self) -> np.ndarray:
         """A thread's error record, followed by its scratch memory, 64-byte aligned."""
