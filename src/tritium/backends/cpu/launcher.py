@@ -122,9 +122,8 @@ class Executable:
                 if self._grid(address, p, p + 1, record.ctypes.data):
                     self._raise(record, block)
             return
-        threads = 1 if self.program_order else min(thread_count(), total)
-        if threads > 1 and total * self.largest_block < _PARALLEL_WORK:
-            threads = 1
+        small = total * self.largest_block < _PARALLEL_WORK
+        threads = 1 if self.program_order or small else min(thread_count(), total)
         if threads == 1:
             record, record_address = self._record_and_address()
             if self._grid(address, 0, total, record_address):
