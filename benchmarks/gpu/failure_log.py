@@ -1,6 +1,6 @@
-"""A pytest plugin for runs on the device machine: each failure's test id and the last lines of its
-report are appended to $FAILURE_LOG as they happen, so a run cut short by its time limit still says
-what failed and why. Use: PYTHONPATH=benchmarks/gpu pytest -p failure_log ..."""
+"""A pytest plugin for runs on a GPU machine with a time limit: each failure's test id and the
+last lines of its report are appended to $FAILURE_LOG as they happen, so a run cut short by its
+time limit still says what failed and why. Use: PYTHONPATH=benchmarks/gpu pytest -p failure_log ..."""
 import os
 
 
