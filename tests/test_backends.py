@@ -325,3 +325,18 @@ def test_debug_mode_is_one_setting_read_through_its_knob(monkeypatch):
         with pytest.raises(DivisionByZeroError):
             divide_kernel[(1,)](a, b, out)
     assert not config.debug_mode()
+
+
+def test_settings_read_the_environment_as_it_is_now(monkeypatch):
+    """knobs.environ_get reads os.environ's own dictionary: it sees every change, made through
+    monkeypatch or by assigning and deleting os.environ entries."""
+    import os
+
+    monkeypatch.delenv("TRITIUM_VALIDATE", raising=False)
+    assert knobs.environ_get("TRITIUM_VALIDATE") is None and config.validate_backend() == ""
+    monkeypatch.setenv("TRITIUM_VALIDATE", "interpreter")
+    assert knobs.environ_get("TRITIUM_VALIDATE") == "interpreter" == config.validate_backend()
+    os.environ["TRITIUM_VALIDATE"] = "é-ünicode"
+    assert knobs.environ_get("TRITIUM_VALIDATE") == os.environ.get("TRITIUM_VALIDATE") == "é-ünicode"
+    del os.environ["TRITIUM_VALIDATE"]
+    assert knobs.environ_get("TRITIUM_VALIDATE", "unset") == "unset"

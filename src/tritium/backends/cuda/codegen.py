@@ -34,8 +34,6 @@ GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 SHARED_PTR = ir.PointerType(addrspace=SHARED)
 SMEM_SYMBOL = "tritium_shared"
 
-# Ops a consumer recomputes in its own layout (when their block operands are recomputed too).
-_RECOMPUTED = frozenset({"arange", "splat", "constant", "broadcast", "reshape", "permute", "hint", "join"})
 
 
 class UnsupportedOp(Exception):
@@ -136,7 +134,6 @@ class Codegen:
         self.smem.linkage = "external"
         self.smem.align = 16
         self.smem.type = SHARED_PTR  # opaque, as LLVM's IR has it: llvmlite would type it [0 x i8]*
-        self.smem_base = self.smem
         self.lower_region(fn.body)
         if not self.b.block.is_terminated:
             self.b.ret_void()
@@ -317,20 +314,18 @@ class Codegen:
 
     # shared memory ----------------------------------------------------------------------------------
     def smem_pointer(self, byte_offset: ir.Value) -> ir.Value:
-        return self.b.gep(self.smem_base, [byte_offset], source_etype=I8)
+        return self.b.gep(self.smem, [byte_offset], source_etype=I8)
 
     def reserve(self, nbytes: int) -> None:
         self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
 
     def smem_store(self, element_index: ir.Value, value: ir.Value, dtype, base_bytes: int = 0) -> None:
         b = self.b
-        mem = memory_type(dtype)
         if value.type == I1:
             value = b.zext(value, I8)
         size = item_size(dtype) if not dtype.is_bool() else 1
         offset = b.add(b.mul(element_index, ir.Constant(I32, size)), ir.Constant(I32, base_bytes))
         b.store(value, self.smem_pointer(offset), align=size)
-        del mem
 
     def smem_load(self, element_index: ir.Value, dtype, base_bytes: int = 0) -> ir.Value:
         b = self.b
@@ -570,7 +565,6 @@ class Codegen:
                     return b.load(p, typ=vector_ty, align=vec * item_size(dtype))
 
                 if others is not None:
-                    fallback = ir.Constant(vector_ty, None)
                     fallback = self._vector_of([self._to_memory(others[start + i], dtype) for i in range(vec)], vector_ty)
                 else:
                     fallback = ir.Constant(vector_ty, None) if predicate is None else self._vector_of(
@@ -739,9 +733,10 @@ class Codegen:
     def _carried_values(self, layouts, values) -> list:
         return [self.regs(v, lay) if lay is not None else [self.scalar(v)] for lay, v in zip(layouts, values)]
 
-    def _phis(self, types, layouts, incoming, block) -> list:
+    def _phis(self, incoming, block) -> list:
+        """A phi per register of each carried value, entered from ``block`` with ``incoming``."""
         out = []
-        for ty, lay, values in zip(types, layouts, incoming):
+        for values in incoming:
             phis = []
             for value in values:
                 phi = self.b.phi(value.type)
@@ -772,7 +767,7 @@ class Codegen:
         b.position_at_end(header)
         iv = b.phi(lower.type)
         iv.add_incoming(lower, pre)
-        phis = self._phis([v.type for v in inits], layouts, initial, pre)
+        phis = self._phis(initial, pre)
         zero = ir.Constant(step.type, 0)
         cmp = b.icmp_signed if signed else b.icmp_unsigned
         going_up = b.icmp_signed(">", step, zero) if signed else ir.Constant(I1, 1)
@@ -810,7 +805,7 @@ class Codegen:
         exit_bb = self.function.append_basic_block("while_end")
         b.branch(header)
         b.position_at_end(header)
-        phis = self._phis([v.type for v in inits], layouts, initial, pre)
+        phis = self._phis(initial, pre)
         for arg, lay, values in zip(before.args, layouts, phis):
             self._bind(arg, lay, values)
         self.push()
@@ -1016,7 +1011,9 @@ class Codegen:
                 self.dist[r.id] = (result_layout, [state[q][k] for q in live])
 
     # scans: through shared memory, each line along the axis combined in order by one thread -------
-    def counted_loop(self, start: ir.Value, stop: ir.Value, step: int, body) -> None:
+    def loop(self, start: ir.Value, stop: ir.Value, step: int, carried: list, body) -> list:
+        """A counted loop over i in [start, stop) by ``step`` (i32, same in every thread or not),
+        carrying ``carried``: ``body(i, values) -> next values``. Returns the values after the loop."""
         b = self.b
         pre = b.block
         header = self.function.append_basic_block("loop")
@@ -1026,13 +1023,24 @@ class Codegen:
         b.position_at_end(header)
         i = b.phi(I32)
         i.add_incoming(start, pre)
+        phis = []
+        for value in carried:
+            phi = b.phi(value.type)
+            phi.add_incoming(value, pre)
+            phis.append(phi)
         b.cbranch(b.icmp_signed("<", i, stop), inner, done)
         b.position_at_end(inner)
-        body(i)
-        following = b.add(i, ir.Constant(I32, step))
-        i.add_incoming(following, b.block)
+        following = body(i, list(phis))
+        latch = b.block
+        i.add_incoming(b.add(i, ir.Constant(I32, step)), latch)
+        for phi, value in zip(phis, following):
+            phi.add_incoming(value, latch)
         b.branch(header)
         b.position_at_end(done)
+        return phis
+
+    def counted_loop(self, start: ir.Value, stop: ir.Value, step: int, body) -> None:
+        self.loop(start, stop, step, [], lambda i, _: body(i) or [])
 
     def lower_scan(self, op: Operation) -> None:
         b = self.b
@@ -1072,34 +1080,17 @@ class Codegen:
                 return b.add(first, ir.Constant(I32, step * stride)) if step else first
 
             carried = [self.smem_load(position(0), dtype, base) for dtype, base in zip(dtypes, bases)]
-            # the rest of the line in a loop: carried values through an alloca-free phi chain
-            pre = b.block
-            header = self.function.append_basic_block("scan")
-            inner_bb = self.function.append_basic_block("scan_body")
-            done = self.function.append_basic_block("scan_end")
-            b.branch(header)
-            b.position_at_end(header)
-            k = b.phi(I32)
-            k.add_incoming(ir.Constant(I32, 1), pre)
-            phis = []
-            for value in carried:
-                phi = b.phi(value.type)
-                phi.add_incoming(value, pre)
-                phis.append(phi)
-            b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, length)), inner_bb, done)
-            b.position_at_end(inner_bb)
-            step = b.sub(ir.Constant(I32, length - 1), k) if reverse else k
-            at = b.add(first, b.mul(step, ir.Constant(I32, stride)))
-            current = [self.smem_load(at, dtype, base) for dtype, base in zip(dtypes, bases)]
-            combined = combine(list(phis), current)  # the running value, then the element: as the interpreter
-            for value, dtype, base in zip(combined, dtypes, bases):
-                self.smem_store(at, value, dtype, base)
-            following = b.add(k, ir.Constant(I32, 1))
-            k.add_incoming(following, b.block)
-            for phi, value in zip(phis, combined):
-                phi.add_incoming(value, b.block)
-            b.branch(header)
-            b.position_at_end(done)
+
+            def element(k, running):
+                step = b.sub(ir.Constant(I32, length - 1), k) if reverse else k
+                at = b.add(first, b.mul(step, ir.Constant(I32, stride)))
+                current = [self.smem_load(at, dtype, base) for dtype, base in zip(dtypes, bases)]
+                combined = combine(running, current)  # the running value, then the element: as the interpreter
+                for value, dtype, base in zip(combined, dtypes, bases):
+                    self.smem_store(at, value, dtype, base)
+                return combined
+
+            self.loop(ir.Constant(I32, 1), ir.Constant(I32, length), 1, carried, element)
 
         self.counted_loop(self.tid, ir.Constant(I32, lines), self.threads, line_body)
         self.barrier()

@@ -80,56 +80,33 @@ def lower_dot(cg, op) -> None:
         rows.setdefault((o[0] if batched else 0, o[row_dim]), (batch, index[row_dim]))
         cols.setdefault((o[0] if batched else 0, o[col_dim]), (batch, index[col_dim]))
 
-    pre = b.block
-    header = cg.function.append_basic_block("dot_k")
-    body = cg.function.append_basic_block("dot_body")
-    done = cg.function.append_basic_block("dot_end")
-    b.branch(header)
-    b.position_at_end(header)
-    k = b.phi(I32)
-    k.add_incoming(ir.Constant(I32, 0), pre)
-    phis = []
-    for x in acc_regs:
-        phi = b.phi(x.type)
-        phi.add_incoming(x, pre)
-        phis.append(phi)
-    b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, k_len)), body, done)
-    b.position_at_end(body)
-
     def element(name, part, batch, i, j, shape):
         index = [batch, i, j] if batched else [i, j]
         return cg.smem_load(cg.linear_index(index, shape), work, region[(name, part)])
 
-    a_values = {(key, part): element("a", part, batch, i, k, shape_a)
-                for key, (batch, i) in rows.items() for part in parts}
-    b_values = {(key, part): element("b", part, batch, k, j, shape_b)
-                for key, (batch, j) in cols.items() for part in parts}
-    following = []
-    fma = cg.module.globals.get("llvm.fma.f32") if work.is_fp32() else None
-    for r, (phi, o) in enumerate(zip(phis, layout_c.offsets)):
-        row_key = (o[0] if batched else 0, o[row_dim])
-        col_key = (o[0] if batched else 0, o[col_dim])
-        total = phi
-        products = [("high", "high"), ("high", "low"), ("low", "high")] if split else [(None, None)]
-        for pa, pb in products:
-            x, y = a_values[(row_key, pa)], b_values[(col_key, pb)]
-            if work.is_floating():
-                name = "llvm.fma.f32" if work.is_fp32() else "llvm.fma.f64"
-                fma = cg.module.globals.get(name)
-                if fma is None:
-                    fma = ir.Function(cg.module, ir.FunctionType(x.type, [x.type] * 3), name)
-                total = b.call(fma, [x, y, total])
-            else:
-                if x.type != total.type:
-                    x, y = b.sext(x, total.type), b.sext(y, total.type)
-                total = b.add(total, b.mul(x, y))
-        following.append(total)
-    latch = b.block
-    k.add_incoming(b.add(k, ir.Constant(I32, 1)), latch)
-    for phi, value in zip(phis, following):
-        phi.add_incoming(value, latch)
-    b.branch(header)
-    b.position_at_end(done)
+    products = [("high", "high"), ("high", "low"), ("low", "high")] if split else [(None, None)]
+
+    def step(k, accumulators):
+        a_values = {(key, part): element("a", part, batch, i, k, shape_a)
+                    for key, (batch, i) in rows.items() for part in parts}
+        b_values = {(key, part): element("b", part, batch, k, j, shape_b)
+                    for key, (batch, j) in cols.items() for part in parts}
+        following = []
+        for total, o in zip(accumulators, layout_c.offsets):
+            row_key = (o[0] if batched else 0, o[row_dim])
+            col_key = (o[0] if batched else 0, o[col_dim])
+            for pa, pb in products:
+                x, y = a_values[(row_key, pa)], b_values[(col_key, pb)]
+                if work.is_floating():
+                    total = cg.intrinsic("llvm.fma.f32" if work.is_fp32() else "llvm.fma.f64", x.type, [x, y, total])
+                else:
+                    if x.type != total.type:
+                        x, y = b.sext(x, total.type), b.sext(y, total.type)
+                    total = b.add(total, b.mul(x, y))
+            following.append(total)
+        return following
+
+    phis = cg.loop(ir.Constant(I32, 0), ir.Constant(I32, k_len), 1, acc_regs, step)
     out_type = result.type.scalar
     values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in phis]
     cg.dist[result.id] = (layout_c, values)

@@ -6,16 +6,11 @@ current on the calling thread before each use. Every call's status is checked; a
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import sys
-import threading
-from typing import Any, Optional
+from typing import Optional
 
 from ...errors import LaunchError
-
-_lock = threading.Lock()
-
 
 def _driver():
     from cuda.bindings import driver
@@ -165,9 +160,3 @@ def zero(device_address: int, nbytes: int, stream: int) -> None:
 
 def synchronize() -> None:
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
-
-
-C_TYPES: dict[str, Any] = {"i1": ctypes.c_int32, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
-                           "i32": ctypes.c_int32, "i64": ctypes.c_int64, "float": ctypes.c_float,
-                           "double": ctypes.c_double}
-del _lock
