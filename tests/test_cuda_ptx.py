@@ -128,7 +128,9 @@ def test_reductions_shuffle_within_warps_and_meet_in_shared_memory():
     compiled = compile_for(_softmax, signature, {"BLOCK": 4096}, num_warps=8)
     ptx = body(compiled)
     assert ptx.count("shfl.sync.bfly.b32") >= 10  # five lane bits, two reductions
-    assert "bar.sync" in ptx and "st.shared" in ptx
+    # the three warp bits of each reduction meet in one shared-memory round trip: two barriers each, and
+    # the barriers are barrier.sync, which threads reach safely after a masked access's branch
+    assert ptx.count("barrier.sync") == 4 and "bar.sync" not in ptx and "st.shared" in ptx
     assert ".maxntid" not in ptx or "256" in ptx
 
 
@@ -191,6 +193,148 @@ def _dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr)
 def test_dot_compiles(dtype):
     compile_for(_dot, {"a_ptr": f"*{dtype}:16", "b_ptr": f"*{dtype}:16", "c_ptr": "*fp32:16", "M": "constexpr",
                        "N": "constexpr", "K": "constexpr"}, {"M": 64, "N": 64, "K": 32})
+
+
+@triton.jit
+def _dot_as(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PRECISION: tl.constexpr,
+            OUT: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    tl.store(c_ptr + rm * N + rn, tl.dot(a, b, input_precision=PRECISION, out_dtype=OUT))
+
+
+@triton.jit
+def _batched_dot(a_ptr, b_ptr, c_ptr, Z: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rz = tl.arange(0, Z)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rz * M * K + rm * K + rk[None, None, :])
+    b = tl.load(b_ptr + rz * K * N + rk[None, :, None] * N + rn)
+    tl.store(c_ptr + rz * M * N + rm * N + rn, tl.dot(a, b))
+
+
+@triton.jit
+def _matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+            PRECISION: tl.constexpr):
+    """Triton's tutorial 03 in shape: grouped program order, a loop over K accumulating with tl.dot."""
+    pid = tl.program_id(0)
+    programs_m = tl.cdiv(M, BLOCK_M)
+    programs_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * programs_n
+    first_m = pid // in_group * GROUP_M
+    group_m = min(programs_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, c, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+_MMA = {"fp16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "fp32": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "i8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+        "u8": "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32"}
+_LDMATRIX = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+
+
+def _dot_ptx(dtype, m, n, k, num_warps=4, precision="tf32", out="fp32", target=HOPPER):
+    out_dtype = {"fp32": tl.float32, "fp16": tl.float16, "i32": tl.int32}[out]
+    signature = {"a_ptr": f"*{dtype}:16", "b_ptr": f"*{dtype}:16", "c_ptr": f"*{out}:16", "M": "constexpr",
+                 "N": "constexpr", "K": "constexpr", "PRECISION": "constexpr", "OUT": "constexpr"}
+    return body(compile_for(_dot_as, signature, {"M": m, "N": n, "K": k, "PRECISION": precision, "OUT": out_dtype},
+                            target=target, num_warps=num_warps))
+
+
+def _mma_count(ptx: str) -> int:
+    return len(re.findall(r"\bmma\.sync\.aligned\.", ptx))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("m,n,k,num_warps", [(16, 16, 16, 4), (64, 64, 32, 4), (128, 128, 64, 8), (32, 128, 16, 4),
+                                             (128, 32, 32, 4), (16, 8, 16, 4), (256, 16, 16, 2), (64, 64, 16, 1)])
+def test_16_bit_dots_run_on_the_tensor_cores(dtype, m, n, k, num_warps):
+    ptx = _dot_ptx(dtype, m, n, k, num_warps)
+    assert _MMA[dtype] in ptx
+    assert _LDMATRIX in ptx  # A's fragments
+    assert "ldmatrix.sync.aligned.m8n8" in ptx and ".trans.shared.b16" in ptx  # B, stored K x N
+    assert "fma.rn.f32" not in ptx
+    # one mma per 16 x 8 tile a warp holds and per k-step (unrolled); warps past the tiles replicate
+    assert _mma_count(ptx) == max(1, (m // 16) * (n // 8) // num_warps) * (k // 16)
+
+
+@pytest.mark.parametrize("dtype,precision,out,instruction", [
+    ("fp32", "tf32", "fp32", "fp32"), ("fp32", "tf32x3", "fp32", "fp32"), ("i8", "ieee", "i32", "i8"),
+    ("u8", "ieee", "i32", "u8")])
+@pytest.mark.parametrize("m,n,k,num_warps", [(16, 16, 32, 4), (64, 64, 32, 4), (128, 64, 64, 8)])
+def test_tf32_and_int8_dots_run_on_the_tensor_cores(dtype, precision, out, instruction, m, n, k, num_warps):
+    ptx = _dot_ptx(dtype, m, n, k, num_warps, precision, out)
+    assert _MMA[instruction] in ptx and _LDMATRIX in ptx
+    assert ".trans" not in ptx  # B stored N x K: 32- and 8-bit words cannot be transposed by ldmatrix
+    k_step = 8 if dtype == "fp32" else 32
+    per_thread = max(1, (m // 16) * (n // 8) // num_warps) * (k // k_step)
+    assert _mma_count(ptx) == per_thread * (3 if precision == "tf32x3" else 1)
+
+
+def test_an_fp16_result_accumulates_in_fp32_and_rounds_once():
+    ptx = _dot_ptx("fp16", 64, 64, 32, out="fp16")
+    assert _MMA["fp16"] in ptx and "mma.sync.aligned.m16n8k16.row.col.f16" not in ptx
+
+
+def test_a_batched_dot_runs_on_the_tensor_cores():
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "Z": "constexpr", "M": "constexpr",
+                 "N": "constexpr", "K": "constexpr"}
+    for z, m, n, k in [(2, 32, 32, 16), (4, 16, 16, 32), (8, 64, 16, 16)]:
+        ptx = body(compile_for(_batched_dot, signature, {"Z": z, "M": m, "N": n, "K": k}))
+        assert _MMA["fp16"] in ptx and _LDMATRIX in ptx
+
+
+def test_what_the_tensor_cores_do_not_cover_stays_on_fmas():
+    # fp32 with ieee precision, blocks smaller than one 16 x 8 tile, fp64, and GPUs before sm_80
+    for ptx in (_dot_ptx("fp32", 64, 64, 32, precision="ieee"), _dot_ptx("fp16", 8, 16, 16),
+                _dot_ptx("fp16", 16, 4, 16), _dot_ptx("fp16", 64, 64, 32, target=GPUTarget("cuda", 75, 32))):
+        assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+    assert "mma.sync" not in _dot_ptx("fp64", 16, 16, 16, out="fp32")
+
+
+def test_a_long_k_goes_round_a_loop_of_k_steps():
+    ptx = _dot_ptx("fp16", 16, 16, 1024)  # 64 k-steps
+    assert 0 < _mma_count(ptx) < 64
+
+
+def test_the_tiled_matmul_keeps_its_accumulator_in_the_mma_layout():
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_am": "i32:16", "stride_ak": "constexpr", "stride_bk": "i32:16", "stride_bn": "constexpr",
+                 "stride_cm": "i32:16", "stride_cn": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                 "BLOCK_K": "constexpr", "GROUP_M": "constexpr", "PRECISION": "constexpr"}
+    constants = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32,
+                 "GROUP_M": 8, "PRECISION": "ieee"}
+    compiled = compile_for(_matmul, signature, constants, num_warps=4)
+    ptx = body(compiled)
+    assert _MMA["fp16"] in ptx and _LDMATRIX in ptx
+    # the loop-carried accumulator takes the dot's layout: no fp32 crosses shared memory (the operands
+    # and the result are fp16), and the 64 KB of a 128 x 128 fp32 block is never reserved
+    assert not re.search(r"st\.shared(\.v\d)?\.[bf]32", ptx)
+    shared = int(re.match(r"// tritium shared memory bytes: (\d+)", compiled.asm["ptx"]).group(1))
+    assert shared < 128 * 128 * 4
 
 
 def test_debug_mode_compiles_a_bounds_checked_variant():

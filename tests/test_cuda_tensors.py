@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 import tritium as triton  # noqa: E402
 import tritium.language as tl  # noqa: E402
 from tritium.backends import registry  # noqa: E402
-from test_cuda_ptx import _add, _softmax  # noqa: E402
+from test_cuda_ptx import _add, _batched_dot, _dot_as, _matmul, _softmax  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or not registry.get("cuda").is_available(),
                                reason="no CUDA GPU here")
@@ -104,3 +104,127 @@ def test_validation_against_the_interpreter_on_cuda_tensors(monkeypatch):
     out = torch.empty_like(x)
     _add_kernel[(5,)](x, y, out, 5000, BLOCK=1024)
     assert torch.equal(out, x + y)
+
+
+# tl.dot on the tensor cores (backends/cuda/mma.py) ---------------------------------------------------------
+# The inputs are exact in their type (fp16, bf16, or fp32 truncated to tf32 as the IR spec says), and
+# the products of two of them are exact in fp32 (at most 22 significant bits), so the only error is
+# the fp32 accumulation. The tensor cores add each chunk of products aligned to the largest and
+# truncated, then into the accumulator: at most about one fp32 ulp (2^-23 relative) of the largest
+# term per product and per addition, so |c - exact| <= 2 (K + 1) 2^-23 (|a| @ |b| + |c0|)
+# elementwise, what _assert_accumulated checks against torch's fp64 matmul of the same inputs.
+_TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "tf32x3": torch.float32}
+
+
+def _tf32(t):
+    """fp32 values with the low 13 mantissa bits dropped (what the IR spec's tf32 dot multiplies)."""
+    return (t.contiguous().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+def _assert_accumulated(c, a, b, c0=None, k=None, extra=0.0):
+    """``c`` is ``a @ b (+ c0)`` (exact inputs) within the fp32 accumulation bound above."""
+    a, b = a.double(), b.double()
+    k = a.shape[-1] if k is None else k
+    exact = torch.matmul(a, b) + (0 if c0 is None else c0.double())
+    scale = torch.matmul(a.abs(), b.abs()) + (0 if c0 is None else c0.double().abs())
+    bound = (2 * (k + 1) * 2.0 ** -23 + extra) * scale + 1e-30
+    excess = ((c.double() - exact).abs() - bound).max().item()
+    assert excess <= 0, f"error beyond the bound by {excess:.3e} (largest |exact| {exact.abs().max().item():.3e})"
+
+
+def _dot_inputs(kind, m, n, k, seed):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=generator).to(_TORCH[kind])
+    b = torch.randn(k, n, device="cuda", generator=generator).to(_TORCH[kind])
+    return a, b
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["fp16", "bf16", "tf32"])
+@pytest.mark.parametrize("m,n,k,num_warps", [(16, 16, 16, 4), (16, 8, 16, 4), (64, 64, 32, 4), (128, 128, 64, 8),
+                                             (32, 128, 16, 4), (128, 32, 32, 4), (64, 64, 16, 1), (16, 16, 1024, 4)])
+def test_dots_on_the_tensor_cores_match_an_fp64_product(kind, m, n, k, num_warps):
+    a, b = _dot_inputs(kind, m, n, k, seed=m * 7 + n * 3 + k)
+    c = torch.full((m, n), float("nan"), device="cuda")
+    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="tf32", OUT=tl.float32, num_warps=num_warps)
+    if kind == "tf32":
+        a, b = _tf32(a), _tf32(b)
+    _assert_accumulated(c, a, b)
+
+
+@needs_gpu
+def test_tf32x3_dot_on_the_tensor_cores_is_near_fp32():
+    m = n = k = 64
+    a, b = _dot_inputs("tf32x3", m, n, k, seed=5)
+    c = torch.empty(m, n, device="cuda")
+    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="tf32x3", OUT=tl.float32)
+    # the remainders' product (2^-22 of each term) is what tf32x3 leaves out
+    _assert_accumulated(c, a, b, extra=2.0 ** -21)
+
+
+@needs_gpu
+def test_an_fp16_result_of_a_tensor_core_dot_is_rounded_once():
+    m, n, k = 64, 64, 64
+    a, b = _dot_inputs("fp16", m, n, k, seed=6)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="tf32", OUT=tl.float16)
+    exact = a.double() @ b.double()
+    # the fp32 accumulation's bound, then one rounding to fp16 (half an fp16 ulp: 2^-11 relative)
+    bound = 2 * (k + 1) * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 2.0 ** -11 * exact.abs() * 1.01
+    assert ((c.double() - exact).abs() <= bound + 2.0 ** -24).all()
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
+def test_int8_dots_on_the_tensor_cores_are_exact(dtype):
+    m, n, k = 64, 32, 64
+    low, high = (-128, 128) if dtype == torch.int8 else (0, 256)
+    a = torch.randint(low, high, (m, k), device="cuda", dtype=dtype)
+    b = torch.randint(low, high, (k, n), device="cuda", dtype=dtype)
+    c = torch.empty(m, n, device="cuda", dtype=torch.int32)
+    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="ieee", OUT=tl.int32)
+    assert torch.equal(c.cpu().long(), a.cpu().long() @ b.cpu().long())
+
+
+@needs_gpu
+@pytest.mark.parametrize("z,m,n,k", [(2, 32, 32, 16), (4, 16, 16, 32), (8, 64, 16, 16)])
+def test_batched_dots_on_the_tensor_cores(z, m, n, k):
+    generator = torch.Generator(device="cuda").manual_seed(z + m + n + k)
+    a = torch.randn(z, m, k, device="cuda", generator=generator).half()
+    b = torch.randn(z, k, n, device="cuda", generator=generator).half()
+    c = torch.full((z, m, n), float("nan"), device="cuda")
+    _batched_dot[(1,)](a, b, c, Z=z, M=m, N=n, K=k)
+    _assert_accumulated(c, a, b)
+
+
+def _run_matmul(a, b, c, block_m, block_n, block_k, num_warps, precision):
+    m, k = a.shape
+    n = b.shape[1]
+    grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
+    _matmul[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, PRECISION=precision,
+                  num_warps=num_warps)
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["fp16", "bf16", "tf32"])
+@pytest.mark.parametrize("m,n,k", [(512, 512, 512), (500, 300, 200)])
+@pytest.mark.parametrize("blocks,num_warps", [((128, 128, 32), 4), ((64, 64, 32), 4), ((128, 64, 64), 8)])
+def test_the_tiled_matmul_on_the_tensor_cores(kind, m, n, k, blocks, num_warps):
+    a, b = _dot_inputs(kind, m, n, k, seed=m + n + k)
+    c = torch.full((m, n), float("nan"), device="cuda")
+    _run_matmul(a, b, c, *blocks, num_warps, "tf32" if kind == "tf32" else "ieee")
+    if kind == "tf32":
+        a, b = _tf32(a), _tf32(b)
+    _assert_accumulated(c, a, b)
+
+
+@needs_gpu
+def test_the_tiled_matmul_with_an_fp16_result():
+    m = n = k = 512
+    a, b = _dot_inputs("fp16", m, n, k, seed=11)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    _run_matmul(a, b, c, 128, 128, 32, 4, "ieee")
+    exact = a.double() @ b.double()
+    bound = 2 * (k + 1) * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 2.0 ** -11 * exact.abs() * 1.01
+    assert ((c.double() - exact).abs() <= bound + 2.0 ** -24).all()

@@ -93,7 +93,8 @@ class CUDABackend(Backend):
         (built on the first launch in debug mode, not stored on disk)."""
         from . import codegen, nvptx
 
-        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks)
+        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
+                                    capability=int(target.arch))
         try:
             module = generator.build()
         except (codegen.UnsupportedOp, NotImplementedError) as error:
@@ -127,7 +128,7 @@ class CUDABackend(Backend):
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import codegen
 
-        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion)
+        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
         generator.build()  # the op table error records name ops by
         return self._executable(fn, {"ttir": str(fn), **asm}, options, generator, target)
 

@@ -71,8 +71,10 @@ def _map_offset(offset, bit_map, rank: int) -> tuple[int, ...]:
 
 
 class Codegen:
-    def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False):
+    def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False,
+                 capability: int = 90):
         self.fn = fn
+        self.capability = capability  # the target's compute capability (80: sm_80): which instructions exist
         # Debug mode's bounds checks: each pointer argument's [low, high) byte range comes as two more
         # parameters, and an access outside it is recorded (reports.OUT_OF_BOUNDS) and skipped.
         self.checks = checks
@@ -154,7 +156,10 @@ class Codegen:
         return self.b.call(fn, args)
 
     def barrier(self) -> None:
-        self.b.asm(ir.FunctionType(VOID, []), "bar.sync 0;", "~{memory}", [], side_effect=True)
+        """``barrier.sync 0``: every thread of the program waits for the others, and their shared-memory
+        writes before it are seen after it. Not the ``.aligned`` form (``bar.sync``), which requires the
+        threads of each warp to arrive together: after a masked access's branch they may not."""
+        self.intrinsic("llvm.nvvm.barrier.cta.sync.all", VOID, [ir.Constant(I32, 0)])
 
     # layouts --------------------------------------------------------------------------------------
     def default_layout(self, shape) -> L.Layout:
@@ -727,8 +732,52 @@ class Codegen:
             self.b, dtype, self.global_pointer(address), operand(compare), operand(value), ordering))
 
     # control flow ---------------------------------------------------------------------------------
-    def _carried_layouts(self, values) -> list:
-        return [self.some_layout(v) if _is_block(v) else None for v in values]
+    def _carried_layouts(self, values, yielded=(), args=(), region: Optional[Region] = None) -> list:
+        """The layout each carried value takes: its initial value's; where that is recomputed (a
+        constant: ``tl.zeros``; a block of pointers), the layout a dot gives what the loop yields for
+        it, if one does, so that a K loop's accumulator stays in the tensor cores' registers; else the
+        layout of the first load or store through it in the loop (``region``, where ``args`` are the
+        carried values' names), so that pointers advanced by each iteration are not converted; else
+        the default."""
+        out = []
+        for i, v in enumerate(values):
+            if not _is_block(v):
+                out.append(None)
+                continue
+            layout = self.layout_of(v)
+            if layout is None and i < len(yielded):
+                layout = self.dot_layout(yielded[i])
+            if layout is None and i < len(args) and region is not None:
+                layout = self._access_layout_through(args[i], region)
+            if layout is None or layout.shape != _shape(v.type):
+                layout = self.some_layout(v)
+            out.append(layout)
+        return out
+
+    def _access_layout_through(self, pointer: Value, region: Region) -> Optional[L.Layout]:
+        """The access layout of the first load or store in ``region`` whose pointer is ``pointer``."""
+        if not isinstance(pointer.type, T.block_type) or not isinstance(pointer.type.scalar, T.pointer_type):
+            return None
+        for op in region.walk():
+            if op.opcode in ("load", "store") and op.operand("pointer") is pointer:
+                return self.access_layout(pointer, op.operand("mask"))
+        return None
+
+    def dot_layout(self, v: Value) -> Optional[L.Layout]:
+        """The layout a dot gives ``v``, known before the dot is lowered: ``v`` is the dot's result or
+        an elementwise op on it (``acc + tl.dot(a, b)``); None where no dot decides."""
+        from . import dot
+
+        op = v.owner
+        if op is None:
+            return None
+        if op.opcode == "dot":
+            return dot.result_layout(self, op)
+        if op.opcode in lanes.LOWER or op.opcode in gpu_math.LOWER:
+            for operand in op.operands:
+                if _is_block(operand) and operand.owner is not None and operand.owner.opcode == "dot":
+                    return dot.result_layout(self, operand.owner)
+        return None
 
     def _carried_values(self, layouts, values) -> list:
         return [self.regs(v, lay) if lay is not None else [self.scalar(v)] for lay, v in zip(layouts, values)]
@@ -756,7 +805,8 @@ class Codegen:
         lower, upper, step = (self.scalar(v) for v in op.operands[:3])
         inits = op.operands[3:]
         body = op.regions[0]
-        layouts = self._carried_layouts(inits)
+        layouts = self._carried_layouts(inits, body.terminator.operands if body.terminator is not None else (),
+                                        body.args[1:], body)
         initial = self._carried_values(layouts, inits)
         signed = op.operands[0].type.is_int_signed()
         pre = b.block
@@ -797,7 +847,7 @@ class Codegen:
         b = self.b
         before, after = op.regions
         inits = op.operands
-        layouts = self._carried_layouts(inits)
+        layouts = self._carried_layouts(inits, (), before.args, before)
         initial = self._carried_values(layouts, inits)
         pre = b.block
         header = self.function.append_basic_block("while_before")
@@ -909,46 +959,62 @@ class Codegen:
 
     def _exchange_warps(self, state: dict, dtypes, warp_bit: int) -> dict:
         """Each live register's values from the thread whose warp id differs in ``warp_bit``."""
-        b = self.b
-        live = sorted(state)
-        width = 8
-        self.reserve(len(live) * len(dtypes) * self.threads * width)
-        self.barrier()
-        for slot, r in enumerate(live):
-            for k, value in enumerate(state[r]):
-                index = b.add(ir.Constant(I32, (slot * len(dtypes) + k) * self.threads), self.tid)
-                self.smem_store(index, self._to_bits64(value), T.int64)
-        self.barrier()
-        partner = b.xor(self.tid, ir.Constant(I32, 32 << warp_bit))
-        out = {}
-        for slot, r in enumerate(live):
-            values = []
-            for k, value in enumerate(state[r]):
-                index = b.add(ir.Constant(I32, (slot * len(dtypes) + k) * self.threads), partner)
-                values.append(self._from_bits64(self.smem_load(index, T.int64), value.type))
-            out[r] = values
-        return out
+        regions = self._publish(state, dtypes)
+        return self._read_published(self.b.xor(self.tid, ir.Constant(I32, 32 << warp_bit)), state, dtypes, regions)
 
-    def _to_bits64(self, value):
-        b = self.b
-        ty = value.type
-        if ty == F64:
-            return b.bitcast(value, I64)
-        if ty == F32:
-            return b.zext(b.bitcast(value, I32), I64)
-        if isinstance(ty, ir.IntType):
-            return b.zext(value, I64) if ty.width < 64 else value
-        return b.ptrtoint(value, I64)
+    def _publish(self, state: dict, dtypes) -> list:
+        """Every thread writes its live registers' values to shared memory (one region per register
+        and operand, indexed by thread); returns the regions' byte offsets."""
+        sizes = [8 if isinstance(d, T.pointer_type) else (1 if d.is_bool() else item_size(d)) for d in dtypes]
+        regions, offset = [], 0
+        for _ in sorted(state):
+            row = []
+            for size in sizes:
+                row.append(offset)
+                offset += (self.threads * size + 15) // 16 * 16
+            regions.append(row)
+        self.reserve(offset)
+        self.barrier()
+        for slot, r in enumerate(sorted(state)):
+            for k, value in enumerate(state[r]):
+                self._smem_put(self.tid, value, dtypes[k], regions[slot][k])
+        self.barrier()
+        return regions
 
-    def _from_bits64(self, bits, ty):
+    def _read_published(self, thread: ir.Value, state: dict, dtypes, regions: list) -> dict:
+        """The values ``thread`` published (``_publish``), per live register."""
+        return {r: [self._smem_get(thread, value.type, dtypes[k], regions[slot][k]) for k, value in enumerate(state[r])]
+                for slot, r in enumerate(sorted(state))}
+
+    def _reduce_across_warps(self, state: dict, dtypes, warp_bits: list, combine) -> dict:
+        """Consecutive levels of the halving tree along ``warp_bits`` (highest weight first) in one
+        shared-memory round trip: every thread reads the values of the warps of its group by their
+        position along the axis and combines them in the tree's order."""
         b = self.b
-        if ty == F64:
-            return b.bitcast(bits, F64)
-        if ty == F32:
-            return b.bitcast(b.trunc(bits, I32), F32)
-        if isinstance(ty, ir.IntType):
-            return b.trunc(bits, ty) if ty.width < 64 else bits
-        return b.inttoptr(bits, ty)
+        regions = self._publish(state, dtypes)
+        group_mask = sum(32 << bit for bit in warp_bits)
+        base = b.and_(self.tid, ir.Constant(I32, ~group_mask & 0xFFFFFFFF))
+        sets = []
+        for position in range(1 << len(warp_bits)):
+            offset = sum(32 << bit for j, bit in enumerate(warp_bits) if position >> j & 1)
+            thread = b.or_(base, ir.Constant(I32, offset)) if offset else base
+            sets.append(self._read_published(thread, state, dtypes, regions))
+        for j in range(len(warp_bits)):
+            step = 1 << j
+            for position in range(0, 1 << len(warp_bits), step * 2):
+                sets[position] = {r: combine(sets[position][r], sets[position + step][r]) for r in state}
+        return sets[0]
+
+    def _smem_put(self, index, value, dtype, base_bytes: int) -> None:
+        if isinstance(dtype, T.pointer_type):
+            self.smem_store(index, self.b.ptrtoint(value, I64), T.int64, base_bytes)
+        else:
+            self.smem_store(index, value, dtype, base_bytes)
+
+    def _smem_get(self, index, ty, dtype, base_bytes: int):
+        if isinstance(dtype, T.pointer_type):
+            return self.b.inttoptr(self.smem_load(index, T.int64, base_bytes), ty)
+        return self.smem_load(index, dtype, base_bytes)
 
     def lower_reduce(self, op: Operation) -> None:
         """The interpreter's halving tree: at each level the elements whose index along the axis
@@ -979,7 +1045,10 @@ class Codegen:
         for i, bit in enumerate(layout.warp_bits):
             if bit is not None and bit[0] == axis:
                 bits.append((bit[1], "warp", i))
-        for weight, where, i in sorted(bits, reverse=True):
+        levels = sorted(bits, reverse=True)
+        k = 0
+        while k < len(levels):
+            weight, where, i = levels[k]
             if where == "reg":
                 state = {r: combine(state[r], state[r | 1 << i]) for r in state if not r >> i & 1}
             elif where == "lane":
@@ -992,15 +1061,13 @@ class Codegen:
                     new[r] = combine(left, right)
                 state = new
             else:
-                partner = self._exchange_warps(state, dtypes, i)
-                right_side = b.icmp_unsigned("!=", b.and_(self.warp, ir.Constant(I32, 1 << i)), ir.Constant(I32, 0))
-                new = {}
-                for r, mine in state.items():
-                    other = partner[r]
-                    left = [b.select(right_side, o, m) for m, o in zip(mine, other)]
-                    right = [b.select(right_side, m, o) for m, o in zip(mine, other)]
-                    new[r] = combine(left, right)
-                state = new
+                group = []
+                while k < len(levels) and levels[k][1] == "warp":
+                    group.append(levels[k][2])
+                    k += 1
+                state = self._reduce_across_warps(state, dtypes, group, combine)
+                continue
+            k += 1
         outputs = [len(dtypes) - 1] if kind in ("argmax", "argmin") else list(range(len(op.results)))
         result_layout = L.sliced(layout, axis)
         live = sorted(state)
@@ -1099,7 +1166,7 @@ class Codegen:
                       for q in range(layout.num_regs)]
             self.dist[r.id] = (layout, values)
 
-    # dot: both operands through shared memory, an outer product per k -------------------------------
+    # dot: on the tensor cores (mma.py) where they apply, else an outer product per k (dot.py) ----------
     def lower_dot(self, op: Operation) -> None:
         from . import dot
 

@@ -1,11 +1,15 @@
-"""``dot`` without tensor cores: both operands through shared memory (converted to the accumulate
-type on the way, tf32 inputs truncated as the IR spec says), then per k an outer product of the
-thread's rows of A and columns of B into its accumulator registers, with fused multiply-adds.
+"""``dot``: on the tensor cores (``mma.py``: ``mma.sync`` for fp16, bf16, tf32 / tf32x3 and int8
+inputs on sm_80 and later, blocks of at least 16 x 8), else without them, here.
 
-The products follow the CPU backend's rules (``backends/cpu/dot.py``): fp16/bf16/fp8 widened
-exactly, ``tf32`` drops the low 13 mantissa bits, ``tf32x3`` adds the three products of the tf32
-parts and remainders, int8 accumulates in i32. Summation is sequential in k, so results agree with
-the interpreter (which sums in fp64) within K fp32 roundings.
+Without tensor cores (fp32 with ``ieee`` precision, fp64, fp8, smaller blocks, older GPUs): both
+operands through shared memory (converted to the accumulate type on the way, tf32 inputs truncated
+as the IR spec says), then per k an outer product of the thread's rows of A and columns of B into
+its accumulator registers, with fused multiply-adds. The products follow the CPU backend's rules
+(``backends/cpu/dot.py``): fp16/bf16/fp8 widened exactly, ``tf32`` drops the low 13 mantissa bits,
+``tf32x3`` adds the three products of the tf32 parts and remainders, int8 accumulates in i32.
+Summation is sequential in k, so results agree with the interpreter (which sums in fp64) within K
+fp32 roundings; the tensor cores multiply exactly too and add in fp32 in their own order (each
+chunk of products aligned and truncated), within about the same bound.
 """
 from __future__ import annotations
 
@@ -14,9 +18,20 @@ import llvmlite.ir as ir
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import I32, item_size
+from . import mma
+
+
+def result_layout(cg, op):
+    """The layout ``op``'s result will have where the dot decides it (the tensor cores'), else None."""
+    plan = mma.plan_dot(cg, op)
+    return plan.layout if plan is not None else None
 
 
 def lower_dot(cg, op) -> None:
+    plan = mma.plan_dot(cg, op)
+    if plan is not None:
+        mma.lower_dot(cg, op, plan)
+        return
     b = cg.b
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
     result = op.results[0]

@@ -6,16 +6,45 @@ current on the calling thread before each use. Every call's status is checked; a
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import sys
 from typing import Optional
 
 from ...errors import LaunchError
 
-def _driver():
-    from cuda.bindings import driver
+_DRIVER = None
 
-    return driver
+
+def _driver():
+    global _DRIVER
+    if _DRIVER is None:
+        from cuda.bindings import driver
+
+        _DRIVER = driver
+    return _DRIVER
+
+
+_LAUNCH = None  # libcuda's cuLaunchKernel through ctypes (False: not reachable that way)
+
+
+def _raw_launch():
+    """``cuLaunchKernel`` of the driver library cuda-bindings loaded, called through ctypes: the
+    launch on the hot path costs a ctypes call instead of cuda-bindings' argument conversion. None
+    where the library cannot be opened that way (the bindings' call is used then)."""
+    global _LAUNCH
+    if _LAUNCH is None:
+        try:
+            function = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        except (OSError, AttributeError):
+            _LAUNCH = False
+        else:
+            u32 = ctypes.c_uint
+            function.argtypes = [ctypes.c_void_p, u32, u32, u32, u32, u32, u32, u32, ctypes.c_void_p,
+                                 ctypes.c_void_p, ctypes.c_void_p]
+            function.restype = ctypes.c_int
+            _LAUNCH = function
+    return _LAUNCH or None
 
 
 def unavailable_reason() -> Optional[str]:
@@ -93,9 +122,11 @@ def device(ordinal: int = 0) -> Device:
 
 
 def current_device_ordinal() -> int:
+    """torch's current device once torch has started CUDA, else 0."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        return torch.cuda.current_device()
+    if torch is not None and torch.cuda.is_initialized():
+        get = getattr(torch._C, "_cuda_getDevice", None)
+        return get() if get is not None else torch.cuda.current_device()
     return 0
 
 
@@ -128,11 +159,23 @@ class Kernel:
                 self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 shared_bytes), "cuFuncSetAttribute")
 
-    def launch(self, grid, threads: int, stream: int, values: tuple, types: tuple) -> None:
-        driver = _driver()
+        self.handle = int(self.function)
+
+    def launch_packed(self, grid, threads: int, stream: int, parameters: int) -> int:
+        """Launches with ``parameters``, the address of an array of pointers to each parameter's
+        value (cuLaunchKernel's kernelParams); returns the driver's status (0: launched)."""
+        raw = _raw_launch()
         gx, gy, gz = grid
-        check(driver.cuLaunchKernel(self.function, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream,
-                                    (values, types), 0), "cuLaunchKernel")
+        if raw is None:
+            status, = _driver().cuLaunchKernel(self.function, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream,
+                                               parameters, 0)
+            return int(status)
+        return raw(self.handle, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream or None, parameters, None)
+
+
+def raise_status(status: int, what: str) -> None:
+    """A LaunchError for a driver status returned as an integer."""
+    check((_driver().CUresult(status),), what)
 
 
 # device memory for launches over host memory ------------------------------------------------------

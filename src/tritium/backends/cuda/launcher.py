@@ -8,27 +8,22 @@ is copied to device memory, the kernel runs, and the ranges are copied back.
 from __future__ import annotations
 
 import ctypes
+import sys
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 from ...compiler.ir import types as T
 from ...errors import LaunchError
 from .. import reports
 from ..base import KernelArgument
-from ..llvm.types import register_type, scalar_bits
+from ..llvm.types import scalar_bits
 from . import driver
 
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 
 
-def _parameter_type(ty):
-    if isinstance(ty, T.pointer_type):
-        return ctypes.c_void_p
-    reg = register_type(ty)
-    width = getattr(reg, "width", None)
-    if width is None:  # float / double
-        return ctypes.c_uint32 if str(reg) == "float" else ctypes.c_uint64
-    return {1: ctypes.c_uint32, 8: ctypes.c_uint8, 16: ctypes.c_uint16, 32: ctypes.c_uint32,
-            64: ctypes.c_uint64}[width]
+def _device_address(argument) -> int:
+    return argument.value.address
 
 
 def _flush_c_stdout() -> None:
@@ -61,12 +56,18 @@ class Executable:
         self.pointer_args, self.provenance = pointer_provenance(fn) if checks else ([], {})
         self.make_checked = make_checked
         self._checked: Optional[Executable] = None
-        self.types = (tuple(_parameter_type(a.type) for a in fn.args)
-                      + (ctypes.c_uint64,) * (2 * len(self.pointer_args))
-                      + ((ctypes.c_void_p,) if report_ops else ()))
         self._kernels: dict[int, driver.Kernel] = {}
         self._records: dict[int, int] = {}
         self.prints = any(op.opcode == "print" for op in fn.walk())
+        # The packed parameter block cuLaunchKernel reads: one 8-byte slot per parameter (a narrower
+        # parameter reads the low bytes of its slot: the GPU is little-endian) and the array of the
+        # slots' addresses. Written and launched under a lock: the driver copies it at the call.
+        count = len(fn.args) + 2 * len(self.pointer_args) + (1 if report_ops else 0)
+        self._slots = (ctypes.c_uint64 * max(count, 1))()
+        base = ctypes.addressof(self._slots)
+        self._pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
+        self._parameters = ctypes.addressof(self._pointers)
+        self._lock = threading.Lock()
 
     def _kernel(self, ordinal: int) -> driver.Kernel:
         kernel = self._kernels.get(ordinal)
@@ -89,16 +90,23 @@ class Executable:
             if extent > limit:
                 raise LaunchError(f"kernel '{self.fn.name}': a grid of {extent} programs along {axis} is more than "
                                   f"a CUDA GPU launches ({limit}); fold it into another axis")
-        staged = [a for a in args if isinstance(a.type, T.pointer_type) and a.value.device != "cuda"]
+        staged = False
+        for a in args:
+            if isinstance(a.type, T.pointer_type) and a.value.device != "cuda":
+                staged = True
         ordinal = driver.current_device_ordinal()
-        kernel = self._kernel(ordinal)
-        kernel.device.make_current()
+        kernel = self._kernels.get(ordinal) or self._kernel(ordinal)
+        torch = sys.modules.get("torch")
+        if staged or self.report_ops or torch is None or not torch.cuda.is_initialized():
+            # else torch keeps the current device's context current (and a thread where it has
+            # none gets it when the launch reports that: see _launch)
+            kernel.device.make_current()
         record = self._record(ordinal) if self.report_ops else None
         if staged:
             self._launch_staged((gx, gy, gz), args, kernel, record)
         else:
             stream = driver.current_stream() if stream is None else int(stream)
-            self._run(kernel, (gx, gy, gz), args, lambda a: a.value.address, record, stream)
+            self._run(kernel, (gx, gy, gz), args, _device_address, record, stream)
         if self.prints:  # the GPU's printf buffer reaches stdout at a synchronization; C's stdio buffers it
             driver.synchronize()
             _flush_c_stdout()
@@ -118,9 +126,21 @@ class Executable:
         if record is not None:
             driver.zero(record, reports.RECORD_SLOTS * 8, stream)
             values += (record,)
-        kernel.launch(grid, self.threads, stream, values, self.types)
+        self._launch(kernel, grid, stream, values)
         if record is not None:
             self._check(record, ranges)
+
+    def _launch(self, kernel, grid, stream: int, values: tuple) -> None:
+        with self._lock:
+            slots = self._slots
+            for i, value in enumerate(values):
+                slots[i] = value
+            status = kernel.launch_packed(grid, self.threads, stream, self._parameters)
+            if status:  # no current context on this thread (or another one): make ours current, once more
+                kernel.device.make_current()
+                status = kernel.launch_packed(grid, self.threads, stream, self._parameters)
+        if status:
+            driver.raise_status(status, "cuLaunchKernel")
 
     def _record(self, ordinal: int) -> int:
         found = self._records.get(ordinal)

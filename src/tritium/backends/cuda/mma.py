@@ -1,0 +1,482 @@
+"""``dot`` on the tensor cores: ``mma.sync`` on sm_80 and later.
+
+Instructions (``INSTRUCTIONS``): fp16 and bf16 inputs with fp32 accumulators
+(``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32``), fp32 inputs with
+``input_precision`` tf32 (``m16n8k8 .tf32``: inputs truncated to tf32 first, as the IR spec says;
+tf32x3 is three of them on the tf32 parts and remainders), int8 / uint8 inputs with i32 accumulators
+(``m16n8k32 .s8`` / ``.u8``, wrapping). Everything else stays on the FMA path (``dot.py``).
+
+**Tiles and warps.** The result is cut into 16 x 8 tiles, one mma's D each. Warp-id bits take, one
+at a time, the batch dimension, then M or N (the one with more tiles left per warp; M on a tie);
+a warp bit with nothing left to split replicates. What a warp has past its share repeats as more
+registers, at a stride of the warp grid. The result's layout (``Plan.layout``) is the mma's
+accumulator fragment (the thread with lane ``4 g + t`` holds c0, c1 at row g, columns 2t, 2t + 1,
+and c2, c3 at row g + 8) repeated so:
+
+    register bits 0, 1 -> (col, 1), (row, 8); lane bits -> (col, 2), (col, 4), (row, 1), (row, 2), (row, 4);
+    warp bits -> the warp grid; further register bits -> the repeats along N, then M, then the batch.
+
+**Operands** go to shared memory in their input type (fp32 truncated to tf32), each row padded to
+an odd number of 16-byte units so that the eight rows one ``ldmatrix`` block reads fall in
+distinct banks: A as M x K; B as K x N (read with ``ldmatrix.trans``) for 16-bit inputs, as N x K
+for 32- and 8-bit ones. In rows contiguous along K every fragment register of these instructions
+is one 32-bit word: for the thread with lane ``4 g + t``, word t of row g (or g + 8) of an 8-row,
+16-byte block, which is what ``ldmatrix`` without .trans hands each lane; one instruction's K is 32
+bytes of input. A's four registers are the blocks (rows 0-7, bytes 0-15), (rows 8-15, bytes 0-15),
+(rows 0-7, bytes 16-31), (rows 8-15, bytes 16-31) of its 16-row tile; B's two are bytes 0-15 and
+16-31 of its 8 rows of N; .trans gives a 16-bit B stored K x N the same words (b0, b1 at k = 2t,
+2t + 1, column g).
+
+The index arithmetic (where an operand element is stored, the row address each lane hands
+``ldmatrix``, a warp's tiles) is plain Python on ints, run again on ``Lowered`` values that emit it
+as LLVM IR; tests/test_cuda_mma.py runs the same functions on ints to model the whole product.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import llvmlite.ir as ir
+
+from ..llvm import casts
+from ..llvm import scalar as lanes
+from ..llvm.types import F32, I32
+from . import layouts as L
+
+MIN_CAPABILITY = 80
+UNROLLED_STEPS = 16  # k-steps unrolled; more go round a loop
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One mma.sync shape and types, as the LLVM NVPTX intrinsic that emits it."""
+
+    kind: str
+    intrinsic: str
+    k: int  # K of one instruction
+    item: int  # bytes of one input element
+    trans_b: bool  # B stored K x N and read with ldmatrix.trans (16-bit inputs), else stored N x K
+    integer: bool
+
+
+INSTRUCTIONS = {
+    # mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+    "fp16": Instruction("fp16", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 2, True, False),
+    # mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+    "bf16": Instruction("bf16", "llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, 2, True, False),
+    # mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+    "tf32": Instruction("tf32", "llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 4, False, False),
+    # mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (and .u8)
+    "int8": Instruction("int8", "llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 1, False, True),
+    "uint8": Instruction("uint8", "llvm.nvvm.mma.m16n8k32.row.col.u8", 32, 1, False, True),
+}
+
+# tf32x3: the products of (A part, B part), 0 the tf32 high part, 1 the remainder; small ones first
+SPLIT_PRODUCTS = ((0, 1), (1, 0), (0, 0))
+
+
+def instruction_kind(a_dtype, work, precision: str, capability: int) -> Optional[str]:
+    """The key of ``INSTRUCTIONS`` a dot of ``a_dtype`` inputs accumulating in ``work`` takes, or
+    None (the FMA path)."""
+    if capability < MIN_CAPABILITY:
+        return None
+    if work.is_fp32():
+        if a_dtype.is_fp16():
+            return "fp16"
+        if a_dtype.is_bf16():
+            return "bf16"
+        if a_dtype.is_fp32() and precision in ("tf32", "tf32x3"):
+            return "tf32"
+        return None
+    if a_dtype.is_int() and a_dtype.primitive_bitwidth == 8 and work.is_int() and work.primitive_bitwidth == 32:
+        return "int8" if a_dtype.is_int_signed() else "uint8"
+    return None
+
+
+# the plan: tiles, warps, shared memory --------------------------------------------------------------
+def padded_row(nbytes: int) -> int:
+    """The stride of an operand row of ``nbytes`` (a multiple of 16) in shared memory: an odd number
+    of 16-byte units, so eight consecutive rows start in the eight distinct 16-byte bank groups."""
+    return nbytes if nbytes // 16 % 2 else nbytes + 16
+
+
+DIM_UNIT = (1, 16, 8)  # one tile's extent along (batch, M, N)
+
+
+def warp_grid(batch: int, tiles_m: int, tiles_n: int, num_warps: int) -> tuple:
+    """Per warp-id bit, its (dim, weight) over (batch, row, col) of the result, or None (replicates)."""
+    split = [1, 1, 1]
+    bits = []
+    for _ in range(L.log2(num_warps)):
+        if split[0] < batch:
+            dim = 0
+        elif split[1] < tiles_m and tiles_m // split[1] >= tiles_n // split[2]:
+            dim = 1
+        elif split[2] < tiles_n:
+            dim = 2
+        elif split[1] < tiles_m:
+            dim = 1
+        else:
+            bits.append(None)
+            continue
+        bits.append((dim, DIM_UNIT[dim] * split[dim]))
+        split[dim] *= 2
+    return tuple(bits)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one dot runs on the tensor cores: the result (batch x M x N; batch 1 for a 2-D dot), its
+    warp grid, the repeats per thread and where the operands lie in shared memory."""
+
+    instruction: Instruction
+    batched: bool
+    batch: int
+    m: int
+    n: int
+    k: int
+    num_warps: int
+    parts: int  # 2 for tf32x3 (high parts and remainders), else 1
+    warp_bits: tuple
+
+    @property
+    def item(self) -> int:
+        return self.instruction.item
+
+    def warps_along(self, dim: int) -> int:
+        return 1 << sum(1 for bit in self.warp_bits if bit is not None and bit[0] == dim)
+
+    @property
+    def repeats(self) -> tuple[int, int, int]:
+        """Tiles per thread along (batch, M, N)."""
+        extents = (self.batch, self.m // 16, self.n // 8)
+        return tuple(extent // self.warps_along(d) for d, extent in enumerate(extents))
+
+    @property
+    def k_steps(self) -> int:
+        return self.k // self.instruction.k
+
+    # shared memory
+    @property
+    def a_row(self) -> int:
+        return padded_row(self.k * self.item)
+
+    @property
+    def a_bytes(self) -> int:
+        return self.batch * self.m * self.a_row
+
+    @property
+    def b_row(self) -> int:
+        return padded_row((self.n if self.instruction.trans_b else self.k) * self.item)
+
+    @property
+    def b_bytes(self) -> int:
+        return self.batch * (self.k if self.instruction.trans_b else self.n) * self.b_row
+
+    def a_base(self, part: int = 0) -> int:
+        return part * self.a_bytes
+
+    def b_base(self, part: int = 0) -> int:
+        return self.parts * self.a_bytes + part * self.b_bytes
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.parts * (self.a_bytes + self.b_bytes)
+
+    # the result
+    @property
+    def layout(self) -> L.Layout:
+        rb, rm, rn = self.repeats
+        wb, wm, wn = (self.warps_along(d) for d in range(3))
+        regs = [(2, 1), (1, 8)]
+        regs += [(2, 8 * wn << i) for i in range(L.log2(rn))]
+        regs += [(1, 16 * wm << i) for i in range(L.log2(rm))]
+        regs += [(0, wb << i) for i in range(L.log2(rb))]
+        lane_bits = ((2, 2), (2, 4), (1, 1), (1, 2), (1, 4))
+        full = L.Layout((self.batch, self.m, self.n), tuple(regs), lane_bits, self.warp_bits)
+        if self.batched:
+            return full
+        return L.map_bits(full, (self.m, self.n), lambda d, w: (d - 1, w))
+
+    def tiles(self):
+        """The thread's tiles (batch repeat, M repeat, N repeat), in register order."""
+        rb, rm, rn = self.repeats
+        return [(ib, im, jn) for ib in range(rb) for im in range(rm) for jn in range(rn)]
+
+    def c_register(self, tile) -> int:
+        """The first of a tile's four accumulator registers (c0..c3) in ``layout``."""
+        ib, im, jn = tile
+        _, rm, rn = self.repeats
+        return 4 * (jn + rn * (im + rm * ib))
+
+    def a_groups(self):
+        """The A fragments a thread loads per k-step: (batch repeat, M repeat), one ldmatrix.x4 each."""
+        rb, rm, _ = self.repeats
+        return [(ib, im) for ib in range(rb) for im in range(rm)]
+
+    def b_groups(self):
+        """The B fragments per k-step: (batch repeat, first N repeat, count); an ldmatrix.x4 loads
+        two N repeats' fragments (count 2), an .x2 the one a thread has when it has only one."""
+        rb, _, rn = self.repeats
+        step = 2 if rn >= 2 else 1
+        return [(ib, jn, step) for ib in range(rb) for jn in range(0, rn, step)]
+
+
+def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False) -> Optional[Plan]:
+    """The plan of a dot with result shape ``shape_c`` (2-D or batched 3-D) and inner size ``k``,
+    or None where the block is smaller than one tile (M < 16 or N < 8)."""
+    batched = len(shape_c) == 3
+    batch, m, n = shape_c if batched else (1,) + tuple(shape_c)
+    instruction = INSTRUCTIONS[kind]
+    if m < 16 or n < 8 or k < instruction.k:
+        return None
+    bits = warp_grid(batch, m // 16, n // 8, num_warps)
+    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits)
+
+
+# index arithmetic, on ints (the model) or on Lowered values (the code) -----------------------------------
+def a_offset(plan: Plan, batch, row, col, part: int = 0):
+    """The byte offset in shared memory of A[batch, row, col] (col along K)."""
+    return plan.a_base(part) + (batch * plan.m + row) * plan.a_row + col * plan.item
+
+
+def b_offset(plan: Plan, batch, row, col, part: int = 0):
+    """The byte offset in shared memory of B[batch, row, col] (row along K)."""
+    if plan.instruction.trans_b:
+        return plan.b_base(part) + (batch * plan.k + row) * plan.b_row + col * plan.item
+    return plan.b_base(part) + (batch * plan.n + col) * plan.b_row + row * plan.item
+
+
+def warp_origin(plan: Plan, warp) -> list:
+    """The (batch, row, col) of the warp's first tile."""
+    origin = [0, 0, 0]
+    for i, bit in enumerate(plan.warp_bits):
+        if bit is not None:
+            dim, weight = bit
+            origin[dim] = origin[dim] + ((warp >> i) & 1) * weight
+    return origin
+
+
+def tile_origin(plan: Plan, warp, ib: int = 0, im: int = 0, jn: int = 0) -> list:
+    """The (batch, row, col) of the warp's tile (ib, im, jn): repeats step by the warp grid."""
+    b0, m0, n0 = warp_origin(plan, warp)
+    return [b0 + ib * plan.warps_along(0), m0 + im * 16 * plan.warps_along(1), n0 + jn * 8 * plan.warps_along(2)]
+
+
+def a_address(plan: Plan, lane, warp, group, kstep, part: int = 0):
+    """The row address ``lane`` hands ldmatrix.x4 for A fragment ``group`` at k-step ``kstep``: lanes
+    8j..8j+7 give the rows of block j = (rows 0-7 | 8-15) + 16 * (bytes 0-15 | 16-31)."""
+    ib, im = group
+    batch, row, _ = tile_origin(plan, warp, ib, im, 0)
+    col = kstep * plan.instruction.k + (lane >> 4) * (16 // plan.item)
+    return a_offset(plan, batch, row + (lane & 15), col, part)
+
+
+def b_address(plan: Plan, lane, warp, group, kstep, part: int = 0):
+    """The row address ``lane`` hands ldmatrix for B group (ib, jn, count) at k-step ``kstep``.
+
+    K x N storage (.trans): block j holds k rows 8 (j & 1) .. + 7 of N repeat jn + (j >> 1); lanes
+    16-31 of an .x2 repeat lanes 0-15. N x K storage: block j holds the 8 rows of N repeat
+    jn + (j >> 1), bytes 16 (j & 1) .. + 15 of K."""
+    ib, jn, count = group
+    batch, _, col = tile_origin(plan, warp, ib, 0, jn)
+    second = (lane >> 4) * (8 * plan.warps_along(2)) if count == 2 else 0
+    k0 = kstep * plan.instruction.k
+    if plan.instruction.trans_b:
+        return b_offset(plan, batch, k0 + (lane & 15), col + second, part)
+    return b_offset(plan, batch, k0 + ((lane >> 3) & 1) * (16 // plan.item), col + (lane & 7) + second, part)
+
+
+class Lowered:
+    """An i32 value in LLVM IR: Python's ``+ * & >> |`` on it (with ints or other Lowered values)
+    emit the instruction, so the index functions above give ints on ints and code on these. A value
+    marked ``late`` (one that changes inside a loop) keeps the results in its builder; the others
+    (lane and warp arithmetic) are built in the entry block."""
+
+    __slots__ = ("b", "value", "late")
+
+    def __init__(self, b: ir.IRBuilder, value, late: bool = False):
+        self.b, self.value, self.late = b, value, late
+
+    def _binary(self, other, emit):
+        if isinstance(other, Lowered):
+            b = self.b if self.late or not other.late else other.b
+            return Lowered(b, emit(b, self.value, other.value), self.late or other.late)
+        return Lowered(self.b, emit(self.b, self.value, ir.Constant(I32, other)), self.late)
+
+    def __add__(self, other):
+        if isinstance(other, int) and other == 0:
+            return self
+        return self._binary(other, lambda b, x, y: b.add(x, y))
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        if isinstance(other, int):
+            if other == 0:
+                return 0
+            if other == 1:
+                return self
+            if other & (other - 1) == 0:
+                return self << L.log2(other)
+        return self._binary(other, lambda b, x, y: b.mul(x, y))
+
+    __rmul__ = __mul__
+
+    def __lshift__(self, shift: int):
+        return self if shift == 0 else self._binary(shift, lambda b, x, y: b.shl(x, y))
+
+    def __rshift__(self, shift: int):
+        return self if shift == 0 else self._binary(shift, lambda b, x, y: b.lshr(x, y))
+
+    def __and__(self, mask):
+        if isinstance(mask, int) and mask == 0:
+            return 0
+        return self._binary(mask, lambda b, x, y: b.and_(x, y))
+
+    __rand__ = __and__
+
+    def __or__(self, other):
+        if isinstance(other, int) and other == 0:
+            return self
+        return self._binary(other, lambda b, x, y: b.or_(x, y))
+
+    __ror__ = __or__
+
+
+def _ir(value) -> ir.Value:
+    return value.value if isinstance(value, Lowered) else ir.Constant(I32, value)
+
+
+# lowering ---------------------------------------------------------------------------------------------
+def plan_dot(cg, op) -> Optional[Plan]:
+    """The tensor-core plan of ``op`` (a dot) on this target, or None (the FMA path)."""
+    a = op.operand("a")
+    precision = op.attrs.get("input_precision", "ieee")
+    work = lanes.accumulate_type(op)
+    kind = instruction_kind(a.type.scalar, work, precision, cg.capability)
+    if kind is None:
+        return None
+    split = kind == "tf32" and precision == "tf32x3"
+    return plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, cg.num_warps, split)
+
+
+def lower_dot(cg, op, plan: Plan) -> None:
+    b = cg.b
+    a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
+    result = op.results[0]
+    work = lanes.accumulate_type(op)
+    layout_c = plan.layout
+    acc_regs = [casts.cast(b, x, acc.type.scalar, work) if acc.type.scalar != work else x
+                for x in cg.regs(acc, layout_c)]
+
+    parts_a, layout_a = _operand_parts(cg, plan, a)
+    parts_b, layout_b = _operand_parts(cg, plan, bm)
+    cg.reserve(plan.smem_bytes)
+    cg.barrier()
+    for part in range(plan.parts):
+        _store(cg, plan, layout_a, parts_a[part], a_offset, True, part)
+        _store(cg, plan, layout_b, parts_b[part], b_offset, plan.instruction.trans_b, part)
+    cg.barrier()
+
+    lane, warp = Lowered(cg.entry, cg.lane), Lowered(cg.entry, cg.warp)
+    products = SPLIT_PRODUCTS if plan.parts == 2 else ((0, 0),)
+
+    def step(kstep, accumulators):
+        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False)
+                   for group in plan.a_groups() for part in range(plan.parts)}
+        b_frags = {}
+        for group in plan.b_groups():
+            ib, jn, count = group
+            for part in range(plan.parts):
+                words = _ldmatrix(cg, b_address(plan, lane, warp, group, kstep, part), 2 * count,
+                                  plan.instruction.trans_b)
+                for j in range(count):
+                    b_frags[((ib, jn + j), part)] = words[2 * j:2 * j + 2]
+        following = list(accumulators)
+        for tile in plan.tiles():
+            ib, im, jn = tile
+            first = plan.c_register(tile)
+            c = following[first:first + 4]
+            for pa, pb in products:
+                c = _mma(cg, plan.instruction, a_frags[((ib, im), pa)], b_frags[((ib, jn), pb)], c)
+            following[first:first + 4] = c
+        return following
+
+    if plan.k_steps <= UNROLLED_STEPS:
+        values = acc_regs
+        for kstep in range(plan.k_steps):
+            values = step(kstep, values)
+    else:
+        values = cg.loop(ir.Constant(I32, 0), ir.Constant(I32, plan.k_steps), 1, acc_regs,
+                         lambda i, carried: step(Lowered(cg.b, i, late=True), carried))
+    out_type = result.type.scalar
+    values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in values]
+    cg.dist[result.id] = (layout_c, values)
+
+
+def _operand_parts(cg, plan: Plan, value):
+    """The registers ``value`` is stored from, per part (tf32: truncated; tf32x3: the high parts and
+    the remainders), and their layout."""
+    b = cg.b
+    layout = cg.some_layout(value)
+    regs = cg.regs(value, layout)
+    if plan.instruction.kind != "tf32":
+        return [regs], layout
+    high = [lanes.truncate_tf32(b, x) for x in regs]
+    if plan.parts == 1:
+        return [high], layout
+    return [high, [lanes.truncate_tf32(b, b.fsub(x, h)) for x, h in zip(regs, high)]], layout
+
+
+def _contiguous_run(layout: L.Layout, dim: int, item: int) -> int:
+    """How many leading registers of ``layout`` are consecutive along ``dim`` (up to 16 bytes)."""
+    run = 1
+    for bit in layout.reg_bits:
+        if bit != (dim, run) or 2 * run * item > 16:
+            break
+        run *= 2
+    return run
+
+
+def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_contiguous: bool, part: int) -> None:
+    """Each thread writes its registers of an operand where ``offset_of`` puts them (contiguous along
+    the operand's last dimension, or along its rows), a run of registers consecutive in shared memory
+    as one vector store (replicas write the same)."""
+    b = cg.b
+    rank = layout.rank
+    run = _contiguous_run(layout, rank - 1 if columns_contiguous else rank - 2, plan.item)
+    for start in range(0, layout.num_regs, run):
+        index = [Lowered(b, i) for i in cg.element_index(layout, start)]
+        batch, row, col = index if plan.batched else [0] + index
+        pointer = cg.smem_pointer(_ir(offset_of(plan, batch, row, col, part)))
+        group = values[start:start + run]
+        if run == 1:
+            b.store(group[0], pointer, align=plan.item)
+            continue
+        vector = ir.Constant(ir.VectorType(group[0].type, run), None)
+        for i, x in enumerate(group):
+            vector = b.insert_element(vector, x, ir.Constant(I32, i))
+        b.store(vector, pointer, align=run * plan.item)
+
+
+def _ldmatrix(cg, address, count: int, trans: bool) -> list:
+    """``ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16``: the thread's 32-bit words of
+    ``count`` 8 x 16-byte blocks whose rows the lanes address."""
+    name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.b16.p3"
+    call = cg.intrinsic(name, ir.LiteralStructType([I32] * count), [cg.smem_pointer(_ir(address))])
+    return [cg.b.extract_value(call, i) for i in range(count)]
+
+
+_HALF2 = ir.VectorType(ir.HalfType(), 2)
+
+
+def _mma(cg, instruction: Instruction, a_words: list, b_words: list, c: list) -> list:
+    """One ``mma.sync``: D = A B + C for one 16 x 8 tile; returns d0..d3."""
+    b = cg.b
+    if instruction.kind == "fp16":
+        a_words = [b.bitcast(w, _HALF2) for w in a_words]
+        b_words = [b.bitcast(w, _HALF2) for w in b_words]
+    out = ir.LiteralStructType([I32 if instruction.integer else F32] * 4)
+    call = cg.intrinsic(instruction.intrinsic, out, list(a_words) + list(b_words) + list(c))
+    return [b.extract_value(call, i) for i in range(4)]
