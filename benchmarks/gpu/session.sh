@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache FAILURE_LOG=$OUT/failures.txt
 python3 benchmarks/gpu/launch_overhead.py > "$OUT/launch.txt" 2>&1
 python3 benchmarks/cuda_vs_triton.py > "$OUT/bench.txt" 2>&1
-python3 -m pytest -q -p no:cacheprovider tests/test_cuda_tensors.py > "$OUT/cuda_tensors.txt" 2>&1
+python3 -m pytest -q -p no:cacheprovider -p failure_log tests/test_cuda_tensors.py tests/test_cuda_triton_bits.py > "$OUT/cuda_tensors.txt" 2>&1
 TRITON_DEFAULT_FP_FUSION=0 TRITIUM_BACKEND=cuda TRITIUM_TEST_BACKENDS=cuda timeout "${SUITE_SECONDS:-300}" \
   python3 -m pytest -q -n 16 -p no:cacheprovider -p no:benchmark -p failure_log -p timeout --timeout 60 \
   tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py tests/test_reductions_and_dot.py \
@@ -17,8 +17,8 @@ TRITON_DEFAULT_FP_FUSION=0 TRITIUM_BACKEND=cuda TRITIUM_TEST_BACKENDS=cuda timeo
   tests/test_device_print.py tests/test_cross_program.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
   tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/ops > "$OUT/suite.log" 2>&1
 echo "== launch overhead"; cat "$OUT/launch.txt" | tail -12
-echo "== cuda_vs_triton"; tail -8 "$OUT/bench.txt"
-echo "== CUDA-tensor tests"; tail -3 "$OUT/cuda_tensors.txt"
+echo "== cuda_vs_triton"; tail -13 "$OUT/bench.txt"
+echo "== CUDA-tensor and Triton-bits tests"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tensors.txt" | cut -c1-300 | tail -40
 echo "== suite on the GPU"; tail -c 400 "$OUT/suite.log"; echo
 echo "failures logged: $(grep -c '^FAILED' "$OUT/failures.txt" 2>/dev/null || echo 0)"
 grep '^FAILED' "$OUT/failures.txt" 2>/dev/null | sed 's/\[.*//' | sort | uniq -c | sort -rn | head -30
