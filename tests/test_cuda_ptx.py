@@ -332,7 +332,11 @@ def test_the_tiled_matmul_keeps_its_accumulator_in_the_mma_layout():
     assert _MMA["fp16"] in ptx and _LDMATRIX in ptx
     # the loop-carried accumulator takes the dot's layout: no fp32 crosses shared memory (the operands
     # and the result are fp16), and the 64 KB of a 128 x 128 fp32 block is never reserved
-    assert not re.search(r"st\.shared(\.v\d)?\.[bf]32", ptx)
+    # (a 128 x 128 fp32 accumulator crossing would be 128 32-bit stores per thread; LLVM may merge a
+    # pair of fp16 operand stores into one)
+    assert len(re.findall(r"st\.shared(\.v\d)?\.[bf]32", ptx)) <= 4
+    # and the pointer blocks advanced by the loop keep their access layout: none crosses either
+    assert not re.search(r"st\.shared(\.v\d)?\.b64", ptx)
     shared = int(re.match(r"// tritium shared memory bytes: (\d+)", compiled.asm["ptx"]).group(1))
     assert shared < 128 * 128 * 4
 

@@ -418,8 +418,15 @@ GPU_FP32_BINARY = [
 ]
 
 
+# tritium's CUDA backend gives another value than Triton's here (libdevice.tgamma: Triton's PTX is
+# another instruction mix; docs/cuda-backend.md); the interpreter gives Triton's
+CUDA_DIFFERS = {("tgamma", -4.999999675228202e-39)}
+
+
 def test_fp32_subnormals_behave_as_on_a_gpu():
     for name, arg, expected in GPU_FP32_UNARY:
+        if cuda_accuracy.on_cuda() and (name, arg) in CUDA_DIFFERS:
+            continue
         if name == "ilogb":
             assert unary(name, np.full(2, arg, np.float32), np.int32)[0] == -2**31
             continue
