@@ -37,7 +37,8 @@ def registered():
 
     def add(name: str, first: bool = False):
         class_name = {"copy": "CopyBackend", "wrong": "WrongBackend", "caching": "CachingBackend",
-                      "unavailable": "UnavailableBackend", "device": "DeviceBackend"}[name]
+                      "unavailable": "UnavailableBackend", "device": "DeviceBackend",
+                      "direct": "DirectBackend"}[name]
         registry.register(name, f"helpers_backends:{class_name}", first=first)
         return registry.get(name)
 
@@ -340,3 +341,41 @@ def test_settings_read_the_environment_as_it_is_now(monkeypatch):
     assert knobs.environ_get("TRITIUM_VALIDATE") == os.environ.get("TRITIUM_VALIDATE") == "é-ünicode"
     del os.environ["TRITIUM_VALIDATE"]
     assert knobs.environ_get("TRITIUM_VALIDATE", "unset") == "unset"
+
+
+def test_the_fast_path_launches_through_a_direct_launcher_unless_a_launch_needs_more(monkeypatch, registered):
+    """A backend's direct launcher (plain values, none of the generic checks) takes repeated plain
+    launches; debug mode, validation, launch hooks and empty grids go the full way."""
+    registered("direct")
+    monkeypatch.setenv("TRITIUM_BACKEND", "direct")
+    x = torch.arange(40, dtype=torch.float32)
+
+    def run(n=40):
+        out = torch.zeros(40)
+        compiled = scale_kernel[(triton.cdiv(n, 16),)](x, out, n, BLOCK=16)
+        if n:
+            assert torch.equal(out[:n], x[:n] * 3 + 1)
+        return compiled.executable
+
+    executable = run()  # compiles: the full path
+    assert executable.direct_launches == 0
+    run()
+    run()
+    assert executable.direct_launches == 2
+    monkeypatch.setenv("TRITIUM_DEBUG", "1")
+    run()
+    monkeypatch.delenv("TRITIUM_DEBUG")
+    monkeypatch.setenv("TRITIUM_VALIDATE", "interpreter")
+    run()
+    monkeypatch.delenv("TRITIUM_VALIDATE")
+    seen = []
+    triton.knobs.runtime.launch_enter_hook = seen.append
+    try:
+        run()
+    finally:
+        triton.knobs.runtime.launch_enter_hook = None
+    assert len(seen) == 1 and executable.direct_launches == 2
+    with pytest.warns(RuntimeWarning, match="zero dimension"):
+        run(0)
+    run()
+    assert executable.direct_launches == 3

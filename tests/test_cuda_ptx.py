@@ -180,6 +180,21 @@ def test_casts_loops_atomics_random_sort_gather_histogram_assert_and_print_compi
 
 
 @triton.jit
+def _flag(flag_ptr, SEM: tl.constexpr):
+    tl.atomic_xchg(flag_ptr, 1, sem=SEM)
+
+
+@pytest.mark.parametrize("sem, before, after", [("acq_rel", 1, 1), ("release", 1, 0), ("acquire", 0, 1),
+                                                ("relaxed", 0, 0)])
+def test_atomic_rmw_orderings_are_fences_around_the_atom(sem, before, after):
+    """LLVM's NVPTX target drops an atomicrmw's ordering (a relaxed atom): the ordering the op asks
+    for must come from fences, or a lock's acquire would not order the loads after it."""
+    ptx = body(compile_for(_flag, {"flag_ptr": "*i32:16", "SEM": "constexpr"}, {"SEM": sem}))
+    atom = ptx.index("atom.global.exch")
+    assert ptx[:atom].count("fence.acq_rel.gpu") == before and ptx[atom:].count("fence.acq_rel.gpu") == after
+
+
+@triton.jit
 def _dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     rm = tl.arange(0, M)[:, None]
     rn = tl.arange(0, N)[None, :]
@@ -360,3 +375,40 @@ def test_the_stages_of_the_named_backend_without_a_gpu(monkeypatch):
     stages = _add.stages("*fp32:16,*fp32:16,*fp32:16,i32:16", BLOCK=1024)
     assert set(stages) >= {"ttir", "llir", "ptx", "cubin"}
     assert "ptx_kernel" in stages["llir"] and "ld.global.v4.b32" in stages["ptx"]
+
+
+def test_libdevice_is_the_copy_an_installed_triton_ships(tmp_path, monkeypatch):
+    """libdevice versions differ in their polynomials (erf's changed between CUDA releases): the copy
+    Triton ships gives Triton's bits, so it comes first; TRITIUM_LIBDEVICE overrides."""
+    bundled = tmp_path / "triton" / "backends" / "nvidia" / "lib" / "libdevice.10.bc"
+    bundled.parent.mkdir(parents=True)
+    bundled.write_bytes(b"BC")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TRITIUM_LIBDEVICE", raising=False)
+    nvptx.libdevice_path.cache_clear()
+    try:
+        assert nvptx.libdevice_path() == str(bundled)
+        monkeypatch.setenv("TRITIUM_LIBDEVICE", "/elsewhere/libdevice.10.bc")
+        nvptx.libdevice_path.cache_clear()
+        assert nvptx.libdevice_path() == "/elsewhere/libdevice.10.bc"
+    finally:
+        nvptx.libdevice_path.cache_clear()
+
+
+@triton.jit
+def _wait_for_previous(flags_ptr, out_ptr):
+    pid = tl.program_id(0)
+    ready = (pid == 0).to(tl.int32)
+    while ready == 0:  # a spin wait: the condition depends on memory the loop reads
+        ready = tl.load(flags_ptr + pid - 1)
+    tl.store(out_ptr + pid, tl.load(out_ptr + pid - 1, mask=pid > 0, other=0) + pid)
+    tl.atomic_xchg(flags_ptr + pid, 1)
+
+
+def test_a_spin_wait_reads_memory_on_every_iteration_with_acquire():
+    """A plain load LLVM would hoist out of the loop (which then never ends on a GPU); inside a spin
+    wait it is an acquiring load, so the loads after the loop see what the other program wrote."""
+    ptx = body(compile_for(_wait_for_previous, {"flags_ptr": "*i32:16", "out_ptr": "*i32:16"}))
+    loop = re.search(r"\$L__BB\d+_(\d+):\s*\n\s*ld\.acquire\.gpu\.global\.b32[^\n]*\n(?:[^\n]*\n){0,3}?\s*@%p\d+ bra\s+\$L__BB\d+_\1;",
+                     ptx)
+    assert loop, ptx

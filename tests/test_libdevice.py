@@ -418,8 +418,8 @@ GPU_FP32_BINARY = [
 ]
 
 
-# tritium's CUDA backend gives another value than Triton's here (libdevice.tgamma: Triton's PTX is
-# another instruction mix; docs/cuda-backend.md); the interpreter gives Triton's
+# measured with the CUDA 13 toolkit's libdevice, tritium's CUDA backend gave -inf here where Triton
+# (its own libdevice) gives -2e38; the interpreter gives Triton's (docs/cuda-backend.md)
 CUDA_DIFFERS = {("tgamma", -4.999999675228202e-39)}
 
 

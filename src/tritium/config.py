@@ -9,6 +9,7 @@ stages (``knobs.compilation.dump``).
 from __future__ import annotations
 
 import os
+from typing import Any, NamedTuple, Optional
 
 from . import knobs
 
@@ -184,3 +185,40 @@ def check_analysis() -> str:
     if text in ("", "0", "false", "no", "off"):
         return ""
     return "all" if text == "all" else "sampled"
+
+
+class LaunchSettings(NamedTuple):
+    """The settings every launch reads (each as the function of the same name returns it)."""
+
+    backend: str
+    strict: bool
+    fp32_default: Any
+    debug: bool
+    validate: str
+    shuffle_seed: Optional[int]
+
+
+# every environment variable those functions read, and the knobs that override some of them
+_LAUNCH_ENVIRON = ("TRITIUM_BACKEND", "TRITIUM_STRICT", "TRITON_F32_DEFAULT", "TRITIUM_DEBUG", "TRITON_DEBUG",
+                   "TRITIUM_VALIDATE", "TRITIUM_SHUFFLE")
+_UNSET = object()
+_launch_settings: dict = {}
+
+
+def launch_settings() -> LaunchSettings:
+    """``LaunchSettings`` for the environment and knobs as they are now, parsed once per distinct
+    state of them: a launch reads them in one step instead of one variable at a time."""
+    key = (knobs.environ_values(_LAUNCH_ENVIRON), knobs.runtime.__dict__.get("backend", _UNSET),
+           knobs.runtime.__dict__.get("debug", _UNSET), knobs.language.__dict__.get("fp32_default", _UNSET))
+    try:
+        found = _launch_settings.get(key)
+    except TypeError:  # an unhashable knob value: parsed every time
+        key, found = None, None
+    if found is None:
+        found = LaunchSettings(backend_name(), strict(), knobs.language.fp32_default, debug_mode(),
+                               validate_backend(), shuffle_seed())
+        if key is not None:
+            if len(_launch_settings) >= 64:
+                _launch_settings.clear()
+            _launch_settings[key] = found
+    return found

@@ -47,6 +47,22 @@ def environ_get(name: str, default=None):
     raw = data.get(key)
     return default if raw is None else environ.decodevalue(raw)
 
+_ENVIRON_KEY_TUPLES: dict = {}
+
+
+def environ_values(names: tuple) -> tuple:
+    """The raw values (None where unset) of the environment variables ``names``, in one call: a
+    key that changes whenever one of them changes (``monkeypatch.setenv`` included)."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if data is None or not hasattr(environ, "encodekey"):
+        return tuple(environ.get(name) for name in names)
+    keys = _ENVIRON_KEY_TUPLES.get(names)
+    if keys is None:
+        keys = _ENVIRON_KEY_TUPLES[names] = tuple(environ.encodekey(name) for name in names)
+    return tuple(map(data.get, keys))
+
+
 class _knob:
     """An attribute that reads the environment variable ``env`` (parsed by ``parse``; a tuple names
     several, the first one set wins) until a value is assigned to it; ``default`` (a value, or a

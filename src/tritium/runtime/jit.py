@@ -18,7 +18,8 @@ from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize, tensor_view
 from .launch import (
-    LAUNCH_OPTIONS, at_launch_site, backend_for, launch, normalize_grid, parse_options, without_internal_frames,
+    LAUNCH_OPTIONS, at_launch_site, backend_for, direct_launcher, launch, launch_directly, normalize_grid,
+    parse_options, without_internal_frames,
 )
 
 __all__ = ["CompiledKernel", "JITFunction", "KernelInterface", "KernelParam", "LAUNCH_OPTIONS", "jit"]
@@ -169,7 +170,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
-        self._fast: dict[tuple, CompiledKernel] = {}  # _fast_values key -> kernel
+        self._fast: dict[tuple, tuple] = {}  # _fast_values key -> (kernel, its direct launcher or None)
         self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
         self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
@@ -327,10 +328,13 @@ class JITFunction(KernelInterface, JITCallable):
     def _run(self, args, grid, kwargs):
         fast = self._fast_values(args, kwargs)
         if fast is not None:
-            kernel = self._fast.get(fast[0])
-            if kernel is not None:
+            entry = self._fast.get(fast[0])
+            if entry is not None:
+                kernel, direct = entry
                 values = fast[1]
-                launch(kernel, normalize_grid(grid, dict(values), self.__name__), values)
+                grid3 = normalize_grid(grid, dict(values) if callable(grid) else values, self.__name__)
+                if direct is None or not launch_directly(kernel, direct, grid3, values):
+                    launch(kernel, grid3, values)
                 return kernel
         values, options = self._bind(args, kwargs)
         key, specs, attrs, devices = self._specialize(values)
@@ -338,7 +342,7 @@ class JITFunction(KernelInterface, JITCallable):
         if options.get("warmup"):
             return kernel
         if fast is not None and not options and not any(isinstance(s, tuple_type) for s in specs.values()):
-            self._fast[fast[0]] = kernel
+            self._fast[fast[0]] = (kernel, direct_launcher(kernel, fast[1]))
         meta = dict(values)
         meta.update(options)
         grid3 = normalize_grid(grid, meta, self.__name__)
@@ -390,7 +394,8 @@ class JITFunction(KernelInterface, JITCallable):
                 return None
         if keywords != len(kwargs):  # a keyword that names no parameter: a launch option, or a mistake
             return None
-        tokens.append((knobs.language.fp32_default, config.strict(), config.backend_name()))
+        settings = config.launch_settings()
+        tokens.append((settings.fp32_default, settings.strict, settings.backend))
         return tuple(tokens), values
 
 

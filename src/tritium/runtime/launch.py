@@ -12,7 +12,7 @@ import operator
 import os
 import sys
 import warnings
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from .. import config, knobs
 from ..backends import registry
@@ -245,6 +245,44 @@ def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArg
     return arguments
 
 
+def direct_launcher(kernel, values: dict) -> Optional[Callable]:
+    """The backend's direct launcher for ``kernel`` (``Executable.direct_launcher``: plain argument
+    values in, none of ``launch``'s generic checks), when the tensors in ``values`` are in the
+    backend's own memory; None otherwise. The fast path caches it with the kernel: the cache key
+    holds every tensor's dtype, alignment and device, so the checks it skips hold for every launch
+    that finds it."""
+    make = getattr(kernel.executable, "direct_launcher", None)
+    if make is None:
+        return None
+    backend = registry.get(kernel.backend)
+    torch = sys.modules.get("torch")
+    devices = {v.device.type for v in values.values() if torch is not None and isinstance(v, torch.Tensor)}
+    if not devices <= backend.devices:
+        return None  # staged host memory
+    return make(list(kernel.ir.arg_names))
+
+
+def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict) -> bool:
+    """Launches through ``direct`` when nothing asks for ``launch``'s extras (debug mode, validation,
+    launch hooks); False when it did not launch (those, or a grid it leaves to ``launch``)."""
+    settings = config.launch_settings()
+    debug = getattr(kernel.fn, "debug", None)
+    if debug is None:
+        debug = settings.debug
+    hooks = knobs.runtime
+    if debug or settings.validate or hooks.launch_enter_hook is not None or hooks.launch_exit_hook is not None:
+        return False
+    try:
+        return direct(grid3, values)
+    except TritonError:
+        raise
+    except Exception as error:  # not the kernel's mistake: the backend's
+        from ..errors import internal_error
+
+        raise internal_error(error, kernel=kernel.name, loc=None, opcode="",
+                             where=f"the {kernel.backend} backend's launch") from error
+
+
 def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bool] = None, stream=None) -> None:
     """Runs ``kernel`` on ``grid3`` with the arguments in ``values`` (name -> value).
 
@@ -256,11 +294,12 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
     if grid3[0] * grid3[1] * grid3[2] == 0:
         warn_empty_grid(kernel.name, grid3)
         return
+    settings = config.launch_settings()
     if debug is None:
         debug = getattr(kernel.fn, "debug", None)
     if debug is None:
-        debug = config.debug_mode()
-    reference = config.validate_backend()
+        debug = settings.debug
+    reference = settings.validate
     if reference and reference != kernel.backend:
         from .validate import launch_and_compare
 

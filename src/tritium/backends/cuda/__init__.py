@@ -8,6 +8,7 @@ launching then says what is missing.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from typing import Mapping, Optional, Union
@@ -31,7 +32,16 @@ class CUDABackend(Backend):
     """Compiled code for NVIDIA GPUs."""
 
     name = NAME
-    version = "0-" + source_digest(os.path.dirname(__file__))
+    code_version = "0-" + source_digest(os.path.dirname(__file__))
+
+    @property
+    def version(self) -> str:
+        """The code's digest and the libdevice file linked in (versions differ in their bits): part of
+        every cached kernel's key."""
+        from . import nvptx
+
+        library = nvptx.libdevice_path() or ""
+        return f"{self.code_version}-{hashlib.sha256(library.encode()).hexdigest()[:8]}"
     devices = frozenset({"cuda"})
     # Memory it launches on by copying it to the GPU and back, only when named (TRITIUM_BACKEND=cuda):
     # how the suite, whose tensors live on the CPU, runs on a GPU.

@@ -17,6 +17,7 @@ from typing import Optional
 import llvmlite.ir as ir
 
 from ...compiler.analysis.axis_info import analyze_axis_info
+from ...compiler.analysis.effects import spins_on_memory
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
@@ -96,6 +97,10 @@ class Codegen:
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more
         # parameter: the error record (backends/reports.py) the launcher reads after the launch.
         self.reports = checks or any(op.opcode in ("assert", "gather", "histogram") for op in fn.walk())
+        # inside a spin wait (a while loop whose condition depends on memory it reads) every load is
+        # an acquiring atomic one: LLVM would hoist a plain load out of the loop, which then never
+        # ends, and what the loop waited for orders the loads after it
+        self.spinning = 0
 
     # setup -----------------------------------------------------------------------------------------
     def param_type(self, ty) -> ir.Type:
@@ -533,7 +538,7 @@ class Codegen:
         result = op.results[0]
         dtype = result.type.scalar
         mem = memory_type(dtype)
-        volatile = bool(op.attrs.get("volatile", False))
+        volatile = bool(op.attrs.get("volatile", False)) or self.spinning > 0
         if not _is_block(pointer):
             predicate = self.checked(pointer, self.scalar(pointer), ir.Constant(I32, 0),
                                      self.scalar(mask) if mask is not None else None)
@@ -581,9 +586,10 @@ class Codegen:
 
     def _read(self, p, ty, align: int, volatile: bool):
         """A load; a volatile one is a relaxed atomic load, which the compiler may not hoist or merge
-        (a spin wait must see other programs' writes)."""
+        (a spin wait must see other programs' writes), an acquiring one inside a spin wait."""
         if volatile:
-            return self.b.load_atomic(p, 'syncscope("device") monotonic', align, typ=ty)
+            ordering = "acquire" if self.spinning else "monotonic"
+            return self.b.load_atomic(p, f'syncscope("device") {ordering}', align, typ=ty)
         return self.b.load(p, typ=ty, align=align)
 
     def _vector_of(self, values, vector_ty):
@@ -721,8 +727,21 @@ class Codegen:
         value = op.operand("value")
         if dtype.is_bool() and not dtype.is_ptr():
             raise UnsupportedOp("atomics on int1")
-        self._atomic(op, lambda address, operand: atomics.rmw(
-            self.b, self.function, kind, dtype, self.global_pointer(address), operand(value), ordering))
+        sem = op.attrs.get("sem", "acq_rel")
+        scope = self._SCOPES[op.attrs.get("scope", "gpu")] or None
+
+        def apply(address, operand):
+            # NVPTX lowers every atomicrmw as relaxed (LLVM 22: its ordering is dropped), so the
+            # ordering is fences around it: release before, acquire after (PTX fence.acq_rel)
+            if sem in ("release", "acq_rel"):
+                self.b.fence("release", scope)
+            old = atomics.rmw(self.b, self.function, kind, dtype, self.global_pointer(address), operand(value),
+                              ordering)
+            if sem in ("acquire", "acq_rel"):
+                self.b.fence("acquire", scope)
+            return old
+
+        self._atomic(op, apply)
 
     def lower_atomic_cas(self, op: Operation) -> None:
         dtype = op.operand("pointer").type.scalar.element_ty
@@ -844,6 +863,14 @@ class Codegen:
             self._bind(r, lay, values)
 
     def lower_while(self, op: Operation) -> None:
+        spin = not op.attrs.get("bounded") and spins_on_memory(op)
+        self.spinning += spin
+        try:
+            self._lower_while(op)
+        finally:
+            self.spinning -= spin
+
+    def _lower_while(self, op: Operation) -> None:
         b = self.b
         before, after = op.regions
         inits = op.operands

@@ -8,6 +8,7 @@ is copied to device memory, the kernel runs, and the ranges are copied back.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
@@ -20,6 +21,10 @@ from ..llvm.types import scalar_bits
 from . import driver
 
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+
+
+def _integer_bits(value) -> int:
+    return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
 def _device_address(argument) -> int:
@@ -68,6 +73,51 @@ class Executable:
         self._pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
         self._parameters = ctypes.addressof(self._pointers)
         self._lock = threading.Lock()
+
+    def direct_launcher(self, arg_names: list) -> Optional[Callable]:
+        """``launch(grid3, values) -> bool`` for launches with plain values (``values``: parameter name
+        -> torch CUDA tensor or Python scalar) and nothing to check after them: each pointer is the
+        tensor's ``data_ptr()``, each scalar its bits, written straight into the parameter block.
+        None for kernels that report run-time failures or print (their launch waits and reads
+        back). The launch returns False, launching nothing, for a grid it leaves to ``launch``."""
+        if self.report_ops or self.prints or self.checks:
+            return None
+        plan = []
+        for name, argument in zip(arg_names, self.fn.args):
+            ty = argument.type
+            if isinstance(ty, T.pointer_type):
+                plan.append((name, None))
+            elif ty.is_int() and not ty.is_bool():
+                plan.append((name, _integer_bits))
+            else:
+                plan.append((name, functools.partial(scalar_bits, dtype=ty)))
+        slots, lock, parameters, threads = self._slots, self._lock, self._parameters, self.threads
+        kernels = self._kernels
+        max_x, max_y, max_z = _MAX_GRID
+
+        def launch(grid3, values) -> bool:
+            gx, gy, gz = grid3
+            if gx <= 0 or gy <= 0 or gz <= 0 or gx > max_x or gy > max_y or gz > max_z:
+                return False
+            ordinal = driver.current_device_ordinal()
+            kernel = kernels.get(ordinal) or self._kernel(ordinal)
+            torch = sys.modules.get("torch")
+            if torch is None or not torch.cuda.is_initialized():
+                kernel.device.make_current()
+            stream = driver.current_stream()
+            with lock:
+                for i, (name, bits) in enumerate(plan):
+                    value = values[name]
+                    slots[i] = value.data_ptr() if bits is None else bits(value)
+                status = kernel.launch_packed(grid3, threads, stream, parameters)
+                if status:  # no current context on this thread (or another one): make ours current, once more
+                    kernel.device.make_current()
+                    status = kernel.launch_packed(grid3, threads, stream, parameters)
+            if status:
+                driver.raise_status(status, "cuLaunchKernel")
+            return True
+
+        return launch
 
     def _kernel(self, ordinal: int) -> driver.Kernel:
         kernel = self._kernels.get(ordinal)

@@ -45,12 +45,25 @@ def _toolkit_candidates(*parts) -> list[pathlib.Path]:
     return out
 
 
+def _triton_candidates() -> list[pathlib.Path]:
+    """The libdevice an installed Triton ships (found by path, Triton is not imported): libdevice's
+    versions differ in their polynomials (``erf``'s for |x| >= 1 changed between CUDA releases), and
+    the same file gives Triton's bits."""
+    out = []
+    for entry in sys.path:
+        candidate = pathlib.Path(entry) / "triton" / "backends" / "nvidia" / "lib" / "libdevice.10.bc"
+        out.append(candidate)
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def libdevice_path() -> Optional[str]:
+    """TRITIUM_LIBDEVICE; else the copy an installed Triton ships; else the nvidia-nvvm wheel's; else
+    a CUDA toolkit's."""
     if os.environ.get("TRITIUM_LIBDEVICE"):
         return os.environ["TRITIUM_LIBDEVICE"]
-    for candidate in _site_candidates("nvvm", "libdevice", "libdevice.10.bc") + _toolkit_candidates(
-            "nvvm", "libdevice", "libdevice.10.bc"):
+    for candidate in _triton_candidates() + _site_candidates("nvvm", "libdevice", "libdevice.10.bc") + \
+            _toolkit_candidates("nvvm", "libdevice", "libdevice.10.bc"):
         if candidate.is_file():
             return str(candidate)
     return None
