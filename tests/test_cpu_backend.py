@@ -289,6 +289,26 @@ def test_an_out_of_bounds_load_names_the_line_program_lane_and_offset_and_writes
     assert np.all(y[96:] == -1.0), "the failing program wrote nothing"
 
 
+def test_repeated_launches_through_the_direct_launcher_are_still_bounds_checked(monkeypatch):
+    """Repeated launches with torch tensors take the direct launcher (no generic argument checks):
+    the bounds it passes are each launch's own, so a tensor too small is still caught."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    x = torch.arange(128, dtype=torch.float32)
+    for _ in range(3):
+        y = torch.full((128,), -1.0)
+        _unmasked_copy[(4,)](x, y, 128, B=32)
+        assert torch.equal(y, x + 1)
+    assert any(direct is not None for _, direct in _unmasked_copy._fast.values())
+    small, y = torch.arange(100, dtype=torch.float32), torch.full((128,), -1.0)
+    with pytest.raises(OutOfBoundsError, match="element offset 100 of 'x_ptr', a tensor of 100 elements"):
+        _unmasked_copy[(4,)](small, y, 128, B=32)
+    transposed = torch.arange(256, dtype=torch.float32).reshape(16, 16).t()  # not contiguous: 256 elements
+    y = torch.full((128,), -1.0)
+    _unmasked_copy[(4,)](transposed, y, 128, B=32)
+    assert torch.equal(y, torch.arange(128, dtype=torch.float32) + 1)  # the first 128 elements in memory
+
+
 @triton.jit
 def _asserting(x_ptr, B: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, B))

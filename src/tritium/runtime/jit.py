@@ -333,7 +333,7 @@ class JITFunction(KernelInterface, JITCallable):
                 kernel, direct = entry
                 values = fast[1]
                 grid3 = normalize_grid(grid, dict(values) if callable(grid) else values, self.__name__)
-                if direct is None or not launch_directly(kernel, direct, grid3, values):
+                if direct is None or not launch_directly(kernel, direct, grid3, values, fast[2]):
                     launch(kernel, grid3, values)
                 return kernel
         values, options = self._bind(args, kwargs)
@@ -349,8 +349,8 @@ class JITFunction(KernelInterface, JITCallable):
         launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
 
-    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict]]:
-        """(a key, the bound values) for a launch whose arguments are all plain (tensors, Python
+    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict, Any]]:
+        """(a key, the bound values, the launch settings) for a launch whose arguments are all plain (tensors, Python
         numbers, None; constexprs of Python scalars or dtypes) and whose keywords name parameters
         only; None for anything else, which takes the full path. The key holds everything the
         full specialization key is computed from, so one maps to the other (``_fast`` caches it)."""
@@ -396,7 +396,7 @@ class JITFunction(KernelInterface, JITCallable):
             return None
         settings = config.launch_settings()
         tokens.append((settings.fp32_default, settings.strict, settings.backend))
-        return tuple(tokens), values
+        return tuple(tokens), values, settings
 
 
 def jit(fn: Optional[Callable] = None, *, do_not_specialize=(), debug=None, noinline=None, repr=None,

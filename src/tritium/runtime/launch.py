@@ -64,6 +64,8 @@ def normalize_grid(grid, meta: dict, name: str = "kernel") -> tuple[int, int, in
 
 
 def _normalize_grid(grid, meta: dict) -> tuple[int, int, int]:
+    if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0 for g in grid):
+        return (grid + (1, 1))[:3]  # the common case, checked as below
     if callable(grid):
         grid = grid(meta)
     if isinstance(grid, int) or hasattr(grid, "__index__") and not isinstance(grid, (tuple, list)):
@@ -262,10 +264,11 @@ def direct_launcher(kernel, values: dict) -> Optional[Callable]:
     return make(list(kernel.ir.arg_names))
 
 
-def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict) -> bool:
+def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict,
+                    settings: config.LaunchSettings) -> bool:
     """Launches through ``direct`` when nothing asks for ``launch``'s extras (debug mode, validation,
-    launch hooks); False when it did not launch (those, or a grid it leaves to ``launch``)."""
-    settings = config.launch_settings()
+    launch hooks; ``settings``: this launch's ``config.launch_settings()``); False when it did not
+    launch (those, or a grid it leaves to ``launch``)."""
     debug = getattr(kernel.fn, "debug", None)
     if debug is None:
         debug = settings.debug
