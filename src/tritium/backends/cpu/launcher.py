@@ -11,7 +11,6 @@ a spin wait) run in program order on one thread, as the interpreter runs them.
 from __future__ import annotations
 
 import ctypes
-import functools
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from ... import config
 from ...compiler.ir import types as T
 from ..base import KernelArgument
 from .. import reports
-from ..llvm.types import scalar_bits
+from ..llvm.types import parameter_plan, scalar_bits
 from . import codegen
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -59,10 +58,6 @@ def _tune_malloc() -> None:
     from ..interpreter import allocator
 
     allocator.tune_once()
-
-
-def _integer_bits(value) -> int:
-    return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
 _tokens = itertools.count(1)
@@ -125,15 +120,7 @@ class Executable:
         (their output is formatted from the launch's arguments)."""
         if any(op.opcode == "print" for op in self.fn.walk()):
             return None
-        plan = []
-        for name, argument in zip(arg_names, self.fn.args):
-            ty = argument.type
-            if isinstance(ty, T.pointer_type):
-                plan.append((name, None))
-            elif ty.is_int():
-                plan.append((name, _integer_bits))
-            else:
-                plan.append((name, functools.partial(scalar_bits, dtype=ty)))
+        plan = parameter_plan(arg_names, self.fn.args)
         token = self.token
 
         def launch(grid3, values) -> bool:

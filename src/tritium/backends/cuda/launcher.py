@@ -8,7 +8,6 @@ is copied to device memory, the kernel runs, and the ranges are copied back.
 from __future__ import annotations
 
 import ctypes
-import functools
 import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
@@ -17,14 +16,10 @@ from ...compiler.ir import types as T
 from ...errors import LaunchError
 from .. import reports
 from ..base import KernelArgument
-from ..llvm.types import scalar_bits
+from ..llvm.types import parameter_plan, scalar_bits
 from . import driver
 
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
-
-
-def _integer_bits(value) -> int:
-    return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
 def _device_address(argument) -> int:
@@ -82,15 +77,7 @@ class Executable:
         back). The launch returns False, launching nothing, for a grid it leaves to ``launch``."""
         if self.report_ops or self.prints or self.checks:
             return None
-        plan = []
-        for name, argument in zip(arg_names, self.fn.args):
-            ty = argument.type
-            if isinstance(ty, T.pointer_type):
-                plan.append((name, None))
-            elif ty.is_int() and not ty.is_bool():
-                plan.append((name, _integer_bits))
-            else:
-                plan.append((name, functools.partial(scalar_bits, dtype=ty)))
+        plan = parameter_plan(arg_names, self.fn.args)
         slots, lock, parameters, threads = self._slots, self._lock, self._parameters, self.threads
         kernels = self._kernels
         max_x, max_y, max_z = _MAX_GRID

@@ -98,3 +98,26 @@ def scalar_bits(value, dtype) -> int:
         bits = np.array([value], dtype=np.float64).astype(dtype.numpy)
         return int(bits.view(np.uint8 if dtype.primitive_bitwidth == 8 else np.uint16)[0])
     return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+def integer_bits(value) -> int:
+    """An integer scalar argument's bits, two's complement in 64 (a narrower parameter reads the low
+    bytes)."""
+    return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
+def parameter_plan(arg_names, args) -> list:
+    """How a direct launcher turns each run-time argument into its parameter's bits: per IR argument
+    (name, None) for a pointer (the tensor's address) or (name, value -> bits) for a scalar."""
+    import functools
+
+    plan = []
+    for name, argument in zip(arg_names, args):
+        ty = argument.type
+        if ty.is_ptr():
+            plan.append((name, None))
+        elif ty.is_int():
+            plan.append((name, integer_bits))
+        else:
+            plan.append((name, functools.partial(scalar_bits, dtype=ty)))
+    return plan
