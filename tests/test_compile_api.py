@@ -19,7 +19,7 @@ import tritium as triton
 import tritium.language as tl
 from tritium.compiler import ASTSource, CompiledKernel, compile_ir, compile_source
 from tritium.compiler.source import JITCallable, parse_type
-from tritium.errors import LaunchError
+from tritium.errors import CompilationError, LaunchError
 
 
 @triton.jit
@@ -149,3 +149,10 @@ def test_the_command_line_takes_attributes_and_a_stage(tmp_path):
     assert staged.returncode == 0 and staged.stdout == done.stdout
     missing = subprocess.run(command + ["--stage", "ptx"], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no stage 'ptx'; its stages are ttir" in missing.stderr
+
+
+def test_compiling_a_kernel_whose_source_cannot_be_read_says_why():
+    namespace = {"triton": triton, "tl": tl}
+    exec(compile("@triton.jit\ndef nowhere(x_ptr):\n    tl.store(x_ptr, 1.0)\n", "<stdin>", "exec"), namespace)
+    with pytest.raises(CompilationError, match="cannot read the source of nowhere"):
+        triton.compile(ASTSource(namespace["nowhere"], {"x_ptr": "*fp32"}))

@@ -156,7 +156,12 @@ class ASTSource:
 
     def hash(self) -> str:
         """A hash of the kernel's source and of this specification."""
-        source = getattr(self.fn, "src", "") or inspect.getsource(self.fn.fn)
+        source = getattr(self.fn, "src", "")
+        if not source:
+            from .frontend import parse_function
+
+            parse_function(self.fn.fn)  # a CompilationError saying why its source cannot be read
+            source = inspect.getsource(self.fn.fn)
         text = repr((source, sorted((k, str(v)) for k, v in self.signature.items()),
                      sorted((k, repr(v)) for k, v in self.constexprs.items()),
                      sorted((k, sorted(v.items())) for k, v in self.attrs.items())))
