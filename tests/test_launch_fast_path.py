@@ -1,6 +1,7 @@
 """The launch fast path (plain arguments skip signature binding) must pick the same compiled kernel
 as the full path: a change of dtype, constexpr value, integer specialization (1, divisible by 16)
 or alignment compiles anew, and clearing the kernel cache forgets the shortcuts."""
+import pytest
 import torch
 
 import tritium
@@ -53,3 +54,18 @@ def test_defaulted_parameters_take_the_shortcut():
     assert torch.equal(out, torch.full((16,), 3.0)) and len(fill._fast) == 1 and len(fill.cache) == 1
     fill[lambda meta: (1,)](out, 5.0, n=16, BLOCK=16)  # a grid function and keywords
     assert torch.equal(out, torch.full((16,), 5.0)) and len(fill.cache) == 1
+
+
+@tritium.jit
+def store_scalar(out, n):
+    tl.store(out, n)
+
+
+def test_an_integer_too_wide_for_64_bits_is_refused_after_a_wide_one_ran():
+    out = torch.zeros(1, dtype=torch.int64)
+    store_scalar[(1,)](out, 2**63 + 16)  # an unsigned 64-bit entry in the shortcuts
+    assert out.item() == 2**63 + 16 - 2**64
+    for value in (2**64 + 16, 2**70, -(2**63) - 16):
+        with pytest.raises(tritium.LaunchError, match="does not fit in 64 bits"):
+            store_scalar[(1,)](out, value)
+    assert out.item() == 2**63 + 16 - 2**64

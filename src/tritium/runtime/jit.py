@@ -383,6 +383,8 @@ class JITFunction(KernelInterface, JITCallable):
                     return None
                 tokens.append((kind, value))
             elif kind is int:
+                if not -(2**63) <= value < 2**64:  # the slow path says it does not fit any integer type
+                    return None
                 one = value == 1 and not p.do_not_specialize
                 wide = not -(2**31) <= value < 2**31
                 tokens.append((int, one, value % 16 == 0 and not p.do_not_specialize, wide and value >= 2**63, wide))

@@ -41,7 +41,13 @@ class CUDABackend(Backend):
         from . import nvptx
 
         library = nvptx.libdevice_path() or ""
-        return f"{self.code_version}-{hashlib.sha256(library.encode()).hexdigest()[:8]}"
+        try:  # the file's identity: a library replaced in place (same path) is a new key too
+            stat = os.stat(library)
+            identity = f"{library}:{stat.st_size}:{stat.st_mtime_ns}"
+        except OSError:
+            identity = library
+        return f"{self.code_version}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
     devices = frozenset({"cuda"})
     # Memory it launches on by copying it to the GPU and back, only when named (TRITIUM_BACKEND=cuda):
     # how the suite, whose tensors live on the CPU, runs on a GPU.

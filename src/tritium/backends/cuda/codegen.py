@@ -751,13 +751,13 @@ class Codegen:
             self.b, dtype, self.global_pointer(address), operand(compare), operand(value), ordering))
 
     # control flow ---------------------------------------------------------------------------------
-    def _carried_layouts(self, values, yielded=(), args=(), region: Optional[Region] = None) -> list:
+    def _carried_layouts(self, values, yielded=(), uses=()) -> list:
         """The layout each carried value takes: its initial value's; where that is recomputed (a
         constant: ``tl.zeros``; a block of pointers), the layout a dot gives what the loop yields for
         it, if one does, so that a K loop's accumulator stays in the tensor cores' registers; else the
-        layout of the first load or store through it in the loop (``region``, where ``args`` are the
-        carried values' names), so that pointers advanced by each iteration are not converted; else
-        the default."""
+        layout of the first load or store through it in the loop (``uses[i]``: the pairs (name, region)
+        under which the loop's regions see value ``i``), so that pointers advanced by each iteration
+        are not converted; else the default."""
         out = []
         for i, v in enumerate(values):
             if not _is_block(v):
@@ -766,8 +766,10 @@ class Codegen:
             layout = self.layout_of(v)
             if layout is None and i < len(yielded):
                 layout = self.dot_layout(yielded[i])
-            if layout is None and i < len(args) and region is not None:
-                layout = self._access_layout_through(args[i], region)
+            for name, region in (uses[i] if layout is None and i < len(uses) else ()):
+                layout = self._access_layout_through(name, region)
+                if layout is not None:
+                    break
             if layout is None or layout.shape != _shape(v.type):
                 layout = self.some_layout(v)
             out.append(layout)
@@ -825,7 +827,7 @@ class Codegen:
         inits = op.operands[3:]
         body = op.regions[0]
         layouts = self._carried_layouts(inits, body.terminator.operands if body.terminator is not None else (),
-                                        body.args[1:], body)
+                                        [[(arg, body)] for arg in body.args[1:]])
         initial = self._carried_values(layouts, inits)
         signed = op.operands[0].type.is_int_signed()
         pre = b.block
@@ -874,7 +876,10 @@ class Codegen:
         b = self.b
         before, after = op.regions
         inits = op.operands
-        layouts = self._carried_layouts(inits, (), before.args, before)
+        passed_on = before.terminator.operands[1:] if before.terminator is not None else ()
+        layouts = self._carried_layouts(inits, (), [
+            [(arg, before)] + [(name, after) for name, value in zip(after.args, passed_on) if value is arg]
+            for arg in before.args])
         initial = self._carried_values(layouts, inits)
         pre = b.block
         header = self.function.append_basic_block("while_before")

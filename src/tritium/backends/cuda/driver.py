@@ -175,7 +175,11 @@ class Kernel:
 
 def raise_status(status: int, what: str) -> None:
     """A LaunchError for a driver status returned as an integer."""
-    check((_driver().CUresult(status),), what)
+    try:
+        result = _driver().CUresult(status)
+    except ValueError:  # a code this cuda-bindings does not name
+        raise LaunchError(f"{what} failed: CUDA driver error {status}") from None
+    check((result,), what)
 
 
 # device memory for launches over host memory ------------------------------------------------------

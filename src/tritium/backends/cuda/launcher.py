@@ -31,6 +31,11 @@ def _flush_c_stdout() -> None:
     libc.fflush(None)
 
 
+# CUDA_ERROR_INVALID_CONTEXT and CUDA_ERROR_INVALID_HANDLE: what a launch from a thread without our
+# context current returns; any other failure is reported as it is
+_NO_CONTEXT = (201, 400)
+
+
 class Executable:
     """A kernel compiled for one GPU architecture. ``report_ops``: the op table of a kernel that takes
     an error record (it can fail at run time); ``checks``: its accesses are bounds-checked (debug
@@ -97,7 +102,7 @@ class Executable:
                     value = values[name]
                     slots[i] = value.data_ptr() if bits is None else bits(value)
                 status = kernel.launch_packed(grid3, threads, stream, parameters)
-                if status:  # no current context on this thread (or another one): make ours current, once more
+                if status in _NO_CONTEXT:  # no current context on this thread: make ours current, once more
                     kernel.device.make_current()
                     status = kernel.launch_packed(grid3, threads, stream, parameters)
             if status:
@@ -173,7 +178,7 @@ class Executable:
             for i, value in enumerate(values):
                 slots[i] = value
             status = kernel.launch_packed(grid, self.threads, stream, self._parameters)
-            if status:  # no current context on this thread (or another one): make ours current, once more
+            if status in _NO_CONTEXT:  # no current context on this thread: make ours current, once more
                 kernel.device.make_current()
                 status = kernel.launch_packed(grid, self.threads, stream, self._parameters)
         if status:

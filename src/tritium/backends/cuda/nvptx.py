@@ -4,9 +4,10 @@ libdevice (``libdevice.10.bc``) is linked into modules that call ``__nv_*`` func
 flush-to-zero on (the ``nvvm-reflect-ftz`` module flag), as Triton links it; everything but the
 kernel is then made internal so the optimizer drops what the kernel does not call.
 
-Where the tools come from, in order: ``TRITIUM_LIBDEVICE`` / ``TRITIUM_PTXAS``; the ``nvidia-nvvm``
-and ``nvidia-cuda-nvcc`` wheels (``pip install tritium[cuda]``); ``CUDA_HOME`` (or
-``CUDA_PATH``); ``/usr/local/cuda``; ``ptxas`` on the PATH.
+Where the tools come from, in order: ``TRITIUM_LIBDEVICE`` / ``TRITIUM_PTXAS``; for libdevice, the
+copy an installed Triton ships (the same file gives Triton's bits); the ``nvidia-nvvm`` and
+``nvidia-cuda-nvcc`` wheels (``pip install tritium[cuda]``); ``CUDA_HOME`` (or ``CUDA_PATH``);
+``/usr/local/cuda``; ``ptxas`` on the PATH.
 """
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def _triton_candidates() -> list[pathlib.Path]:
     the same file gives Triton's bits."""
     out = []
     for entry in sys.path:
+        if not entry:  # the working directory: not where an installed Triton lives
+            continue
         candidate = pathlib.Path(entry) / "triton" / "backends" / "nvidia" / "lib" / "libdevice.10.bc"
         out.append(candidate)
     return out

@@ -45,7 +45,8 @@ class Executable:
                                         keepalive=view.keepalive)
                 values.append(np.array([memory.add(allocation)], dtype=np.int64))
             else:
-                values.append(np.array([value]).astype(ty.numpy))
+                with np.errstate(over="ignore"):  # a float beyond the parameter's range is an infinity
+                    values.append(np.array([value]).astype(ty.numpy))
         reference = config.reference_mode()
         batch = 1 if self.program_order or reference else max(1, config.batch_elements() // self.largest_block)
         batches.run(self.fn, memory, grid, values, batch, debug=config.debug_mode() if debug is None else bool(debug),

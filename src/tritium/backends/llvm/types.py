@@ -91,7 +91,11 @@ def scalar_bits(value, dtype) -> int:
     import numpy as np
 
     if dtype.is_fp32():
-        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        try:
+            return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        except OverflowError:  # beyond fp32's range: rounds to an infinity, as a C cast does
+            with np.errstate(over="ignore"):
+                return int(np.array([value], dtype=np.float64).astype(np.float32).view(np.uint32)[0])
     if dtype.is_fp64():
         return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
     if dtype.is_floating():  # fp16/bf16/fp8 scalars: their bits
