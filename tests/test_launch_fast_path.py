@@ -69,3 +69,20 @@ def test_an_integer_too_wide_for_64_bits_is_refused_after_a_wide_one_ran():
         with pytest.raises(tritium.LaunchError, match="does not fit in 64 bits"):
             store_scalar[(1,)](out, value)
     assert out.item() == 2**63 + 16 - 2**64
+
+
+def test_compile_options_take_the_shortcut_and_keep_their_kernels_apart():
+    out = torch.zeros(16)
+    fill.cache.clear()
+    fill[(1,)](out, 2.0, 16, num_warps=8)
+    fill[(1,)](out, 3.0, 16, num_warps=8)
+    assert torch.equal(out, torch.full((16,), 3.0)) and len(fill._fast) == 1 and len(fill.cache) == 1
+    fill[(1,)](out, 4.0, 16, num_warps=2)  # another option value: its own kernel and shortcut
+    assert torch.equal(out, torch.full((16,), 4.0)) and len(fill._fast) == 2 and len(fill.cache) == 2
+    seen = []
+    fill[lambda meta: seen.append(meta["num_warps"]) or (1,)](out, 5.0, 16, num_warps=8)  # a grid function sees them
+    assert seen == [8] and torch.equal(out, torch.full((16,), 5.0)) and len(fill.cache) == 2
+    fill[(1,)](out, 6.0, 16, num_warps=8, warmup=True)  # warmup compiles and launches nothing
+    assert torch.equal(out, torch.full((16,), 5.0))
+    with pytest.raises(tritium.LaunchError, match="unexpected keyword"):
+        fill[(1,)](out, 7.0, 16, num_warp=8)  # a misspelt option is still refused

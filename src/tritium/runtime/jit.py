@@ -331,8 +331,13 @@ class JITFunction(KernelInterface, JITCallable):
             entry = self._fast.get(fast[0])
             if entry is not None:
                 kernel, direct = entry
-                values = fast[1]
-                grid3 = normalize_grid(grid, dict(values) if callable(grid) else values, self.__name__)
+                values, options = fast[1], fast[3]
+                if callable(grid):
+                    meta = dict(values)
+                    meta.update(options)
+                    grid3 = normalize_grid(grid, meta, self.__name__)
+                else:
+                    grid3 = normalize_grid(grid, values, self.__name__)
                 if direct is None or not launch_directly(kernel, direct, grid3, values, fast[2]):
                     launch(kernel, grid3, values)
                 return kernel
@@ -341,7 +346,7 @@ class JITFunction(KernelInterface, JITCallable):
         kernel = self._kernel_for(key, specs, attrs, devices, options)
         if options.get("warmup"):
             return kernel
-        if fast is not None and not options and not any(isinstance(s, tuple_type) for s in specs.values()):
+        if fast is not None and options == fast[3] and not any(isinstance(s, tuple_type) for s in specs.values()):
             self._fast[fast[0]] = (kernel, direct_launcher(kernel, fast[1]))
         meta = dict(values)
         meta.update(options)
@@ -349,10 +354,11 @@ class JITFunction(KernelInterface, JITCallable):
         launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
 
-    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict, Any]]:
-        """(a key, the bound values, the launch settings) for a launch whose arguments are all plain (tensors, Python
-        numbers, None; constexprs of Python scalars or dtypes) and whose keywords name parameters
-        only; None for anything else, which takes the full path. The key holds everything the
+    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict, Any, dict]]:
+        """(a key, the bound values, the launch settings, the compile options) for a launch whose arguments
+        are all plain (tensors, Python numbers, None; constexprs of Python scalars or dtypes) and whose
+        other keywords are compile options of plain values (num_warps=8); None for anything else,
+        which takes the full path. The key holds everything the
         full specialization key is computed from, so one maps to the other (``_fast`` caches it)."""
         params = self.params
         if len(args) > len(params):
@@ -391,14 +397,27 @@ class JITFunction(KernelInterface, JITCallable):
             elif kind is float or kind is bool or value is None:
                 tokens.append(kind)
             elif isinstance(value, tensor_type):
-                tokens.append((value.dtype, value.data_ptr() % 16 == 0, value.device.type))
+                # is_cuda first: a tensor's .device builds an object on every read
+                tokens.append((value.dtype, value.data_ptr() % 16 == 0, "cuda" if value.is_cuda else value.device.type))
             else:
                 return None
-        if keywords != len(kwargs):  # a keyword that names no parameter: a launch option, or a mistake
-            return None
+        options = {}
+        if keywords != len(kwargs):  # keywords that name no parameter: compile options (num_warps=8), or mistakes
+            for name, value in kwargs.items():
+                if name in values:
+                    continue
+                if name not in _FAST_OPTIONS or type(value) not in _PLAIN_CONSTANTS:
+                    return None
+                options[name] = value
+            tokens.append(tuple(sorted(options.items())))
         settings = config.launch_settings()
         tokens.append((settings.fp32_default, settings.strict, settings.backend))
-        return tuple(tokens), values, settings
+        return tuple(tokens), values, settings, options
+
+
+# launch options the fast path takes as part of its key: they only choose what is compiled (a launch
+# with debug=, warmup= or extern_libs= takes the full path)
+_FAST_OPTIONS = frozenset(LAUNCH_OPTIONS) - {"debug", "warmup", "extern_libs"}
 
 
 def jit(fn: Optional[Callable] = None, *, do_not_specialize=(), debug=None, noinline=None, repr=None,
