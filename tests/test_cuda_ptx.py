@@ -127,11 +127,28 @@ def test_reductions_shuffle_within_warps_and_meet_in_shared_memory():
     signature = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "stride": "i32:16", "n": "i32", "BLOCK": "constexpr"}
     compiled = compile_for(_softmax, signature, {"BLOCK": 4096}, num_warps=8)
     ptx = body(compiled)
-    assert ptx.count("shfl.sync.bfly.b32") >= 10  # five lane bits, two reductions
+    # n unaligned: one element per access, so the element index's low bits are the lane's, then the
+    # warp's; a thread's 16 elements combine in registers first
+    assert ptx.count("shfl.sync.bfly.b32") == 10  # five lane bits, two reductions
     # the three warp bits of each reduction meet in one shared-memory round trip: two barriers each, and
     # the barriers are barrier.sync, which threads reach safely after a masked access's branch
-    assert ptx.count("barrier.sync") == 4 and "bar.sync" not in ptx and "st.shared" in ptx
+    assert ptx.count("barrier.sync") == 4 and "bar.sync" not in ptx and ptx.count("ld.shared") == 2 * 8
     assert ".maxntid" not in ptx or "256" in ptx
+    # max is PTX's max.f32, as under Triton, and the commutative combines of the shuffle levels need
+    # no selects to order a lane's value and its partner's
+    assert ptx.count("max.f32") == 15 + 5 + 7 and "selp" not in ptx
+
+
+def test_a_warp_level_with_several_live_registers_shares_the_combining_out():
+    signature = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "stride": "i32:16", "n": "i32:16", "BLOCK": "constexpr"}
+    ptx = body(compile_for(_softmax, signature, {"BLOCK": 4096}, num_warps=8))
+    # 16-byte accesses: each thread's four contiguous elements are the index's low bits, so four
+    # registers are live when the warp bits (7-9) combine. Each of the 8 warps combines one of them
+    # (its 8 partners' values) and publishes the result: a thread reads 8 + 4 values per reduction,
+    # not 8 x 4, at the cost of a third barrier
+    assert ptx.count("ld.global.v4.b32") == 4
+    assert ptx.count("ld.shared") == 2 * (8 + 4) and ptx.count("barrier.sync") == 2 * 3
+    assert ptx.count("max.f32") == 12 + 7 + 4 * 5 + 3 and ptx.count("shfl.sync.bfly.b32") == 2 * 4 * 5
 
 
 @triton.jit

@@ -82,9 +82,29 @@ def binary(x_ptr, y_ptr, z_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexp
         r = tl.fma(x, y, tl.load(z_ptr + offs, mask=m))
     elif OP == "maximum":
         r = tl.maximum(x, y)
+    elif OP == "minimum":
+        r = tl.minimum(x, y)
+    elif OP == "maximum_nan":
+        r = tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "minimum_nan":
+        r = tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL)
     else:
         r = x * y + tl.load(z_ptr + offs, mask=m)
     tl.store(out_ptr + offs, r, mask=m)
+
+
+@triton.jit
+def row_extremum(x_ptr, out_ptr, index_ptr, stride, OP: tl.constexpr, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * stride + tl.arange(0, N))
+    if OP == "max":
+        tl.store(out_ptr + row, tl.max(x, 0))
+    elif OP == "min":
+        tl.store(out_ptr + row, tl.min(x, 0))
+    elif OP == "argmax":
+        tl.store(index_ptr + row, tl.argmax(x, 0))
+    else:
+        tl.store(index_ptr + row, tl.argmin(x, 0))
 
 
 @triton.jit
@@ -183,9 +203,23 @@ def test_unary_math_gives_tritons_bits(modules, op):
     _assert_same_bits(*results, op)
 
 
-@pytest.mark.parametrize("op", ["div", "div_rn", "fdiv", "fma", "maximum", "mul_add"])
+_SPECIAL = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1.0, -1.0, 1e-45, -1e-45]
+
+
+def _special_pairs(seed: int, n: int):
+    """Values drawn from zeros of both signs, NaN, infinities and denormals: the cases where min and
+    max implementations differ."""
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    table = torch.tensor(_SPECIAL, device="cuda")
+    return table[torch.randint(0, len(_SPECIAL), (n,), device="cuda", generator=generator)]
+
+
+@pytest.mark.parametrize("op", ["div", "div_rn", "fdiv", "fma", "maximum", "minimum", "maximum_nan", "minimum_nan",
+                                "mul_add"])
 def test_binary_math_gives_tritons_bits(modules, op):
     x, y, z = _inputs(2), _inputs(3), _inputs(4)
+    if op.startswith(("max", "min")):  # half the pairs from the special values
+        x[: N // 2], y[: N // 2] = _special_pairs(7, N // 2), _special_pairs(8, N // 2)
     results = []
     for module in modules:
         out = torch.empty_like(x)
@@ -193,6 +227,41 @@ def test_binary_math_gives_tritons_bits(modules, op):
         results.append(out)
     torch.cuda.synchronize()
     _assert_same_bits(*results, op)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("stride", [4096, 4097])  # 16-byte accesses (four live registers at the warp levels), or not
+def test_row_extrema_give_tritons_bits_and_the_interpreters(modules, op, stride):
+    # max and min are order-free on the GPU (ties of zeros and NaNs included), so every reduction
+    # order gives the same bits: Triton's, and the interpreter's but for a NaN's payload
+    rows, width = 256, 4096
+    x = _special_pairs(9, rows * stride).reshape(rows, stride)  # rows 128 on: NaN in nearly every one
+    x[: rows // 2] = _inputs(10)[: rows // 2 * stride].reshape(rows // 2, stride)  # random bits, moderate values
+    x[: rows // 4] = torch.where(torch.rand(rows // 4, stride, device="cuda") < 0.1, 0.0, x[: rows // 4].nan_to_num(
+        0.0, float("inf"), -float("inf")))  # NaN-free, with zeros of both signs and repeated values
+    x[: rows // 8] = -x[: rows // 8]
+    x[-8:] = float("nan")
+    x[-16:-8] = torch.where(torch.rand(8, stride, device="cuda") < 0.5, 0.0, -0.0)
+    results = []
+    for module in modules:
+        out = torch.full((rows,), 7.0, device="cuda")
+        index = torch.full((rows,), -1, device="cuda", dtype=torch.int32)
+        module.row_extremum[(rows,)](x, out, index, stride, OP=op, N=width, num_warps=8)
+        results.append(index if op.startswith("arg") else out)
+    torch.cuda.synchronize()
+    ours = results[0]
+    if op.startswith("arg"):
+        # With a NaN in the row, Triton's argmax is whichever NaN-free comparison its tree order ends
+        # with; tritium's is the first NaN's index, numpy's answer, on every backend
+        clean = ~torch.isnan(x[:, :width]).any(dim=1)
+        assert int(clean.sum()) >= rows // 4
+        results = [r[clean] for r in results]
+    _assert_same_bits(*results, f"{op} over rows of {width} (stride {stride})")
+    expected = torch.full((rows,), 7.0)
+    expected_index = torch.full((rows,), -1, dtype=torch.int32)
+    modules[0].row_extremum[(rows,)](x.cpu(), expected, expected_index, stride, OP=op, N=width, num_warps=8)
+    _assert_same_bits(ours.cpu(), expected_index if op.startswith("arg") else expected,
+                      f"{op} over rows of {width} (stride {stride}), the GPU against the CPU backend")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e5m2", "float8_e4m3fn"])

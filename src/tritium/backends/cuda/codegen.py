@@ -49,6 +49,21 @@ def _is_block(v: Value) -> bool:
     return isinstance(v.type, T.block_type)
 
 
+def _byte_size(ty) -> int:
+    """The bytes of an LLVM number or vector-of-numbers type; 0 for anything else (pointers)."""
+    if isinstance(ty, ir.VectorType):
+        return ty.count * _byte_size(ty.element)
+    if isinstance(ty, ir.IntType):
+        return ty.width // 8 if ty.width % 8 == 0 else 0
+    if isinstance(ty, ir.HalfType):
+        return 2
+    if isinstance(ty, ir.FloatType):
+        return 4
+    if isinstance(ty, ir.DoubleType):
+        return 8
+    return 0
+
+
 def _row_major_strides(shape) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -505,6 +520,48 @@ class Codegen:
         phi.add_incoming(default, before)
         return phi
 
+    def _predicated_load(self, predicate: ir.Value, p: ir.Value, ty, fallback: ir.Value) -> Optional[ir.Value]:
+        """``ty`` (4, 8 or 16 bytes of numbers) read from ``p`` where ``predicate`` holds, else
+        ``fallback``, as one predicated PTX load (``@p ld.global.v4.b32``), which is what Triton emits.
+        A branch around the load would let a warp's threads part at it (the mask differs between
+        them), and a parted warp's accesses are not coalesced: on an H200 such kernels ran at half
+        their speed in some runs. None for other sizes (the caller branches)."""
+        words = _byte_size(ty) // 4 if _byte_size(ty) in (4, 8, 16) else 0
+        if not words:
+            return None
+        b = self.b
+        initial = b.bitcast(fallback, I32 if words == 1 else ir.VectorType(I32, words))
+        initial = [initial] if words == 1 else [b.extract_element(initial, ir.Constant(I32, i)) for i in range(words)]
+        target = "$0" if words == 1 else "{" + ", ".join(f"${i}" for i in range(words)) + "}"
+        text = " ".join(f"mov.b32 ${i}, ${words + 2 + i};" for i in range(words))
+        text += f" @${words} ld.global{f'.v{words}' if words > 1 else ''}.b32 {target}, [${words + 1}];"
+        returned = I32 if words == 1 else ir.LiteralStructType([I32] * words)
+        args = [predicate, b.ptrtoint(p, I64)] + initial
+        result = b.asm(ir.FunctionType(returned, [a.type for a in args]), text,
+                       ",".join(["=&r"] * words + ["b", "l"] + ["r"] * words), args, side_effect=True)
+        if words == 1:
+            return b.bitcast(result, ty)
+        vector = ir.Constant(ir.VectorType(I32, words), None)
+        for i in range(words):
+            vector = b.insert_element(vector, b.extract_value(result, i), ir.Constant(I32, i))
+        return b.bitcast(vector, ty)
+
+    def _predicated_store(self, predicate: ir.Value, p: ir.Value, value: ir.Value) -> bool:
+        """``value`` (4, 8 or 16 bytes of numbers) written to ``p`` where ``predicate`` holds, as one
+        predicated PTX store (see ``_predicated_load``); False, writing nothing, for other sizes."""
+        words = _byte_size(value.type) // 4 if _byte_size(value.type) in (4, 8, 16) else 0
+        if not words:
+            return False
+        b = self.b
+        bits = b.bitcast(value, I32 if words == 1 else ir.VectorType(I32, words))
+        parts = [bits] if words == 1 else [b.extract_element(bits, ir.Constant(I32, i)) for i in range(words)]
+        source = "$2" if words == 1 else "{" + ", ".join(f"${i + 2}" for i in range(words)) + "}"
+        text = f"@$0 st.global{f'.v{words}' if words > 1 else ''}.b32 [$1], {source};"
+        args = [predicate, b.ptrtoint(p, I64)] + parts
+        b.asm(ir.FunctionType(VOID, [a.type for a in args]), text, ",".join(["b", "l"] + ["r"] * words), args,
+              side_effect=True)
+        return True
+
     def _and(self, a, c):
         if a is None:
             return c
@@ -567,7 +624,10 @@ class Codegen:
                         return self._from_memory(self._read(p, mem, item_size(dtype), volatile), dtype)
 
                     fallback = others[start] if others is not None else constant(dtype, 0)
-                    out[start] = self._guarded(predicate, read, fallback)
+                    value = None
+                    if predicate is not None and not volatile and mem != I1:
+                        value = self._predicated_load(predicate, p, mem, self._to_memory(fallback, dtype))
+                    out[start] = self._guarded(predicate, read, fallback) if value is None else value
                     continue
                 vector_ty = ir.VectorType(mem, vec)
 
@@ -579,7 +639,11 @@ class Codegen:
                 else:
                     fallback = ir.Constant(vector_ty, None) if predicate is None else self._vector_of(
                         [self._to_memory(constant(dtype, 0), dtype)] * vec, vector_ty)
-                vector = self._guarded(predicate, read_vector, fallback)
+                vector = None
+                if predicate is not None and not volatile:
+                    vector = self._predicated_load(predicate, p, vector_ty, fallback)
+                if vector is None:
+                    vector = self._guarded(predicate, read_vector, fallback)
                 for i in range(vec):
                     out[start + i] = self._from_memory(b.extract_element(vector, ir.Constant(I32, i)), dtype)
         self.dist[result.id] = (layout, out)
@@ -633,12 +697,14 @@ class Codegen:
                 p = self.global_pointer(pointers[start])
                 if vec == 1:
                     v = self._to_memory(values[start], dtype)
-                    self._guarded(predicate, lambda p=p, v=v: b.store(v, p, align=item_size(dtype)) and None)
+                    if predicate is None or not self._predicated_store(predicate, p, v):
+                        self._guarded(predicate, lambda p=p, v=v: b.store(v, p, align=item_size(dtype)) and None)
                     continue
                 vector_ty = ir.VectorType(memory_type(dtype), vec)
                 vector = self._vector_of([self._to_memory(values[start + i], dtype) for i in range(vec)], vector_ty)
-                self._guarded(predicate,
-                              lambda p=p, vector=vector: b.store(vector, p, align=vec * item_size(dtype)) and None)
+                if predicate is None or not self._predicated_store(predicate, p, vector):
+                    self._guarded(predicate,
+                                  lambda p=p, vector=vector: b.store(vector, p, align=vec * item_size(dtype)) and None)
 
     def checked(self, pointer: Value, address: ir.Value, lane: ir.Value, active: Optional[ir.Value]):
         """Debug mode: whether ``address`` (of an element of ``pointer``) lies inside the tensor it
@@ -1037,6 +1103,62 @@ class Codegen:
                 sets[position] = {r: combine(sets[position][r], sets[position + step][r]) for r in state}
         return sets[0]
 
+    def _reduce_across_warps_split(self, state: dict, dtypes, warp_bits: list, combine) -> dict:
+        """``_reduce_across_warps`` with the work shared out: of a group's warps (same position off
+        ``warp_bits``), each combines, in the tree's order, only some of the live registers (all their
+        values at its lane, one per warp of the group) and writes the results once; after one more
+        barrier every thread reads the results for its registers. A thread reads its group's size
+        plus the live registers' count of values instead of their product."""
+        b = self.b
+        live = sorted(state)
+        count, size = len(live), 1 << len(warp_bits)
+        threads = self.threads
+        sizes = [8 if isinstance(d, T.pointer_type) else (1 if d.is_bool() else item_size(d)) for d in dtypes]
+        # per operand, a region of live registers x threads elements, then one of the results
+        published, offset = [], 0
+        for item in sizes:
+            published.append(offset)
+            offset += (count * threads * item + 15) // 16 * 16
+        results = []
+        for item in sizes:
+            results.append(offset)
+            offset += (count * threads * item + 15) // 16 * 16
+        self.reserve(offset)
+        self.barrier()
+        for slot, r in enumerate(live):
+            index = b.add(self.tid, ir.Constant(I32, slot * threads)) if slot else self.tid
+            for k, value in enumerate(state[r]):
+                self._smem_put(index, value, dtypes[k], published[k])
+        self.barrier()
+        group_mask = sum(32 << bit for bit in warp_bits)
+        base = b.and_(self.tid, ir.Constant(I32, ~group_mask & 0xFFFFFFFF))
+        position = ir.Constant(I32, 0)
+        for j, bit in enumerate(warp_bits):
+            own = b.and_(b.lshr(self.tid, ir.Constant(I32, 5 + bit - j)), ir.Constant(I32, 1 << j))
+            position = b.or_(position, own)
+        types = [value.type for value in state[live[0]]]
+        for q in range(max(1, count // size)):
+            slot = b.add(position, ir.Constant(I32, q * size)) if count >= size else \
+                b.and_(position, ir.Constant(I32, count - 1))
+            first = b.mul(slot, ir.Constant(I32, threads))
+            sets = []
+            for member in range(size):
+                offset = sum(32 << bit for j, bit in enumerate(warp_bits) if member >> j & 1)
+                thread = b.or_(base, ir.Constant(I32, offset)) if offset else base
+                index = b.add(first, thread)
+                sets.append([self._smem_get(index, types[k], dtypes[k], published[k]) for k in range(len(dtypes))])
+            for j in range(len(warp_bits)):
+                step = 1 << j
+                for member in range(0, size, step * 2):
+                    sets[member] = combine(sets[member], sets[member + step])
+            index = b.add(first, base)
+            for k, value in enumerate(sets[0]):
+                self._smem_put(index, value, dtypes[k], results[k])
+        self.barrier()
+        return {r: [self._smem_get(b.add(base, ir.Constant(I32, slot * threads)) if slot else base, types[k],
+                                   dtypes[k], results[k]) for k in range(len(dtypes))]
+                for slot, r in enumerate(live)}
+
     def _smem_put(self, index, value, dtype, base_bytes: int) -> None:
         if isinstance(dtype, T.pointer_type):
             self.smem_store(index, self.b.ptrtoint(value, I64), T.int64, base_bytes)
@@ -1065,7 +1187,7 @@ class Codegen:
             values.append(index)
             dtypes.append(T.int32)
         custom = self._custom_combine(op) if kind == "custom" else None
-        combine = combining.combiner(b, kind, dtypes, custom)
+        combine = combining.combiner(b, kind, dtypes, custom, gpu_math.float_extremum)
         state = {r: [v[r] for v in values] for r in range(layout.num_regs)}
         bits = []
         for i, (dim, weight) in enumerate(layout.reg_bits):
@@ -1088,6 +1210,9 @@ class Codegen:
                 new = {}
                 for r, mine in state.items():
                     other = [self.shuffle_xor(v, 1 << i) for v in mine]
+                    if kind in combining.COMMUTATIVE:  # the same bits in either order: no need to order them
+                        new[r] = combine(mine, other)
+                        continue
                     left = [b.select(right_side, o, m) for m, o in zip(mine, other)]
                     right = [b.select(right_side, m, o) for m, o in zip(mine, other)]
                     new[r] = combine(left, right)
@@ -1097,7 +1222,8 @@ class Codegen:
                 while k < len(levels) and levels[k][1] == "warp":
                     group.append(levels[k][2])
                     k += 1
-                state = self._reduce_across_warps(state, dtypes, group, combine)
+                across = self._reduce_across_warps_split if len(state) > 1 else self._reduce_across_warps
+                state = across(state, dtypes, group, combine)
                 continue
             k += 1
         outputs = [len(dtypes) - 1] if kind in ("argmax", "argmin") else list(range(len(op.results)))
@@ -1166,7 +1292,7 @@ class Codegen:
         lines = numel // length
         stride = _row_major_strides(shape)[axis]
         custom = self._custom_combine(op) if op.attrs["kind"] == "custom" else None
-        combine = combining.combiner(b, op.attrs["kind"], dtypes, custom)
+        combine = combining.combiner(b, op.attrs["kind"], dtypes, custom, gpu_math.float_extremum)
 
         def line_body(line):
             # the first element of line ``line``: the line's index with the axis removed, spread back

@@ -75,6 +75,31 @@ LOWER["floor"] = _unary("cvt.rmi.ftz.f32.f32", "cvt.rmi.f64.f64")
 LOWER["ceil"] = _unary("cvt.rpi.ftz.f32.f32", "cvt.rpi.f64.f64")
 
 
+def float_extremum(b: ir.IRBuilder, x, y, maximum: bool, propagate_nan: bool):
+    """fp32 min/max as Triton's ``maxnumf``/``maximumf`` lower: PTX's ``max.f32`` (a NaN operand
+    ignored, -0 below +0) and ``max.NaN.f32`` (a NaN operand gives NaN); one instruction instead of
+    the portable compare-and-select sequence. Where both are NaN the result is the GPU's canonical
+    NaN. fp64 keeps the portable sequence."""
+    from ..llvm import scalar as lanes
+
+    if x.type != F32:
+        return lanes.float_extremum(b, x, y, maximum, propagate_nan)
+    name = ("max" if maximum else "min") + (".NaN" if propagate_nan else "")
+    return ptx(b, f"{name}.f32 $0, $1, $2;", F32, [x, y], "=f,f,f")
+
+
+@lowers("minimum", "maximum")
+def lower_extremum(cg, op, args):
+    from ..llvm import scalar as lanes
+
+    dtype = op.results[0].type.scalar
+    if not dtype.is_floating():
+        return lanes.lower_op(cg.b, op, args)
+    propagate = op.attrs.get("propagate_nan", "none") == "all"
+    return lanes.float_binary(cg.b, dtype, args,
+                              lambda x, y: float_extremum(cg.b, x, y, op.opcode == "maximum", propagate))
+
+
 @lowers("exp")
 def lower_exp(cg, op, args):
     b = cg.b

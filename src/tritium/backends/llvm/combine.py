@@ -15,7 +15,14 @@ class UnknownKind(NotImplementedError):
     pass
 
 
-def combiner(b: ir.IRBuilder, kind: str, dtypes, custom=None):
+# kinds whose combine gives the same bits with its operands swapped (argmax's ties go to the lower
+# index either way): a backend may combine a value with a partner's without ordering the two
+COMMUTATIVE = frozenset({"sum", "prod", "max", "min", "xor", "argmax", "argmin"})
+
+
+def combiner(b: ir.IRBuilder, kind: str, dtypes, custom=None, float_extremum=lanes.float_extremum):
+    """``float_extremum(b, x, y, maximum, propagate_nan)``: a backend's float min/max (the GPU's
+    instructions), by default the portable one."""
     if kind == "custom":
         return custom
     dtype = dtypes[0]
@@ -34,7 +41,7 @@ def combiner(b: ir.IRBuilder, kind: str, dtypes, custom=None):
         def combine(left, right):
             if dtype.is_floating():
                 return [lanes.float_binary(b, dtype, [left[0], right[0]],
-                                           lambda x, y: lanes.float_extremum(b, x, y, kind == "max", False))]
+                                           lambda x, y: float_extremum(b, x, y, kind == "max", False))]
             return [lanes.int_extremum(b, left[0], right[0], kind == "max",
                                        dtype.is_int_signed() and not dtype.is_bool())]
     elif kind == "xor":
