@@ -142,8 +142,16 @@ def load(lib: str):
 
 
 def main():
+    import argparse
+
     import triton
     from triton.testing import do_bench
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated words: run the kernels whose names hold one")
+    parser.add_argument("--ptx-dir", default="", help="write each kernel's PTX under both compilers here")
+    parser.add_argument("--repeat", type=int, default=1, help="time each kernel this many times, alternating")
+    arguments = parser.parse_args()
 
     started = time.perf_counter()
     tri = load("tritium")
@@ -194,25 +202,43 @@ def main():
                                lambda: a16 @ b16, torch.empty(size, size, device="cuda", dtype=torch.float16),
                                2 * size ** 3, tflop, 1e-2),
     }
+    if arguments.only:
+        words = arguments.only.split(",")
+        cases = {name: case for name, case in cases.items() if any(word in name for word in words)}
     lines = []
     for name, (run, expected, out, amount, unit, tolerance) in cases.items():
         row = [name, unit]
         scale = 1e6 if unit == gb else 1e9
+        first = {}
         for lib, module in (("tritium", tri), ("triton", ref)):
             out.fill_(float("nan"))
             t0 = time.perf_counter()
-            run(module, out)
+            compiled = run(module, out)
             torch.cuda.synchronize()
-            first = time.perf_counter() - t0
+            first[lib] = time.perf_counter() - t0
             torch.testing.assert_close(out, expected(), rtol=tolerance, atol=tolerance)
-            ms = do_bench(lambda: run(module, out), warmup=50, rep=300, return_mode="median")
-            row.append((lib, amount / ms / scale, first))
+            if arguments.ptx_dir and getattr(compiled, "asm", None) is not None:
+                os.makedirs(arguments.ptx_dir, exist_ok=True)
+                with open(os.path.join(arguments.ptx_dir, f"{name.split()[0]}.{lib}.ptx"), "w") as f:
+                    f.write(compiled.asm["ptx"])
+        rates = {"tritium": [], "triton": []}
+        for _ in range(arguments.repeat):  # alternating, so that a drift of the GPU's clock hits both
+            for lib, module in (("tritium", tri), ("triton", ref)):
+                ms = do_bench(lambda: run(module, out), warmup=50, rep=300, return_mode="median")
+                rates[lib].append(amount / ms / scale)
+        for lib in ("tritium", "triton"):
+            row.append((lib, sorted(rates[lib])[len(rates[lib]) // 2], first[lib]))
+        if arguments.repeat > 1:
+            print(f"{name}: tritium {' '.join(f'{r:.0f}' for r in rates['tritium'])}; "
+                  f"triton {' '.join(f'{r:.0f}' for r in rates['triton'])}", flush=True)
         torch_ms = do_bench(expected, warmup=50, rep=300, return_mode="median")
         row.append(("torch", amount / torch_ms / scale, 0))
         lines.append(row)
     small = torch.zeros(1, device="cuda")
     launch_us = {}
-    for lib, module in (("tritium", tri), ("triton", ref)):
+    if arguments.only and "launch" not in arguments.only.split(","):
+        launch_us = None
+    for lib, module in (("tritium", tri), ("triton", ref)) if launch_us is not None else ():
         for _ in range(100):
             module.tiny[(1,)](small)
         torch.cuda.synchronize()
@@ -226,8 +252,9 @@ def main():
     for name, unit, (_, t_rate, t_first), (_, r_rate, r_first), (_, torch_rate, _) in lines:
         print(f"{name:28} {unit:8} {t_rate:9.0f} {r_rate:9.0f} {torch_rate:9.0f} {t_rate / r_rate:15.2f} "
               f"{t_first:15.2f} {r_first:15.2f}")
-    print(f"warm launch: tritium {launch_us['tritium']:.1f} us, triton {launch_us['triton']:.1f} us "
-          f"(ratio {launch_us['tritium'] / launch_us['triton']:.2f})")
+    if launch_us is not None:
+        print(f"warm launch: tritium {launch_us['tritium']:.1f} us, triton {launch_us['triton']:.1f} us "
+              f"(ratio {launch_us['tritium'] / launch_us['triton']:.2f})")
     print(f"total {time.perf_counter() - started:.0f} s; torch {torch.__version__}, triton {triton.__version__}, "
           f"{torch.cuda.get_device_name()}")
 

@@ -141,6 +141,30 @@ def current_stream() -> int:
     return 0
 
 
+_TORCH_CUDA = None  # (is_initialized, getDevice, getCurrentRawStream) of torch, once looked up
+
+
+def current_place() -> tuple[int, int, bool]:
+    """(torch's current device, its current stream, True) once torch has started CUDA, else (0, the
+    default stream, False): what ``current_device_ordinal`` and ``current_stream`` say, in one call
+    on the launch path."""
+    global _TORCH_CUDA
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0, 0, False
+    if _TORCH_CUDA is None:
+        get_device = getattr(torch._C, "_cuda_getDevice", None)
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if get_device is None or raw_stream is None:
+            return current_device_ordinal(), current_stream(), torch.cuda.is_initialized()
+        _TORCH_CUDA = (torch.cuda.is_initialized, get_device, raw_stream)
+    initialized, get_device, raw_stream = _TORCH_CUDA
+    if not initialized():
+        return 0, 0, False
+    ordinal = get_device()
+    return ordinal, raw_stream(ordinal), True
+
+
 class Kernel:
     """A loaded kernel: its module and function handle on one device."""
 

@@ -86,17 +86,16 @@ class Executable:
         slots, lock, parameters, threads = self._slots, self._lock, self._parameters, self.threads
         kernels = self._kernels
         max_x, max_y, max_z = _MAX_GRID
+        place = driver.current_place
 
         def launch(grid3, values) -> bool:
             gx, gy, gz = grid3
             if gx <= 0 or gy <= 0 or gz <= 0 or gx > max_x or gy > max_y or gz > max_z:
                 return False
-            ordinal = driver.current_device_ordinal()
+            ordinal, stream, torch_current = place()
             kernel = kernels.get(ordinal) or self._kernel(ordinal)
-            torch = sys.modules.get("torch")
-            if torch is None or not torch.cuda.is_initialized():
+            if not torch_current:  # else torch keeps the device's context current
                 kernel.device.make_current()
-            stream = driver.current_stream()
             with lock:
                 for i, (name, bits) in enumerate(plan):
                     value = values[name]
