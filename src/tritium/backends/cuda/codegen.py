@@ -64,6 +64,13 @@ def _byte_size(ty) -> int:
     return 0
 
 
+def _words(ty) -> int:
+    """How many 32-bit registers a predicated access of ``ty`` moves: 1, 2 or 4; 0 where it is
+    not 4, 8 or 16 bytes of numbers."""
+    size = _byte_size(ty)
+    return size // 4 if size in (4, 8, 16) else 0
+
+
 def _row_major_strides(shape) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -522,16 +529,14 @@ class Codegen:
 
     def _predicated_load(self, predicate: ir.Value, p: ir.Value, ty, fallback: ir.Value) -> Optional[ir.Value]:
         """``ty`` (4, 8 or 16 bytes of numbers) read from ``p`` where ``predicate`` holds, else
-        ``fallback``, as one predicated PTX load (``@p ld.global.v4.b32``), which is what Triton emits.
-        A branch around the load would let a warp's threads part at it (the mask differs between
-        them), and a parted warp's accesses are not coalesced: on an H200 such kernels ran at half
-        their speed in some runs. None for other sizes (the caller branches)."""
-        words = _byte_size(ty) // 4 if _byte_size(ty) in (4, 8, 16) else 0
+        ``fallback``, as one predicated PTX load (``@p ld.global.v4.b32``), which is what Triton emits:
+        no branch around the load, at which a warp's threads (whose masks differ) could part. None
+        for other sizes (the caller branches)."""
+        words = _words(ty)
         if not words:
             return None
         b = self.b
-        initial = b.bitcast(fallback, I32 if words == 1 else ir.VectorType(I32, words))
-        initial = [initial] if words == 1 else [b.extract_element(initial, ir.Constant(I32, i)) for i in range(words)]
+        initial = self._as_words(fallback, words)
         target = "$0" if words == 1 else "{" + ", ".join(f"${i}" for i in range(words)) + "}"
         text = " ".join(f"mov.b32 ${i}, ${words + 2 + i};" for i in range(words))
         text += f" @${words} ld.global{f'.v{words}' if words > 1 else ''}.b32 {target}, [${words + 1}];"
@@ -546,15 +551,20 @@ class Codegen:
             vector = b.insert_element(vector, b.extract_value(result, i), ir.Constant(I32, i))
         return b.bitcast(vector, ty)
 
+    def _as_words(self, value: ir.Value, words: int) -> list:
+        """``value``'s bits as ``words`` 32-bit integers, lowest first."""
+        b = self.b
+        bits = b.bitcast(value, I32 if words == 1 else ir.VectorType(I32, words))
+        return [bits] if words == 1 else [b.extract_element(bits, ir.Constant(I32, i)) for i in range(words)]
+
     def _predicated_store(self, predicate: ir.Value, p: ir.Value, value: ir.Value) -> bool:
         """``value`` (4, 8 or 16 bytes of numbers) written to ``p`` where ``predicate`` holds, as one
         predicated PTX store (see ``_predicated_load``); False, writing nothing, for other sizes."""
-        words = _byte_size(value.type) // 4 if _byte_size(value.type) in (4, 8, 16) else 0
+        words = _words(value.type)
         if not words:
             return False
         b = self.b
-        bits = b.bitcast(value, I32 if words == 1 else ir.VectorType(I32, words))
-        parts = [bits] if words == 1 else [b.extract_element(bits, ir.Constant(I32, i)) for i in range(words)]
+        parts = self._as_words(value, words)
         source = "$2" if words == 1 else "{" + ", ".join(f"${i + 2}" for i in range(words)) + "}"
         text = f"@$0 st.global{f'.v{words}' if words > 1 else ''}.b32 [$1], {source};"
         args = [predicate, b.ptrtoint(p, I64)] + parts
