@@ -429,3 +429,15 @@ def test_a_spin_wait_reads_memory_on_every_iteration_with_acquire():
     loop = re.search(r"\$L__BB\d+_(\d+):\s*\n\s*ld\.acquire\.gpu\.global\.b32[^\n]*\n(?:[^\n]*\n){0,3}?\s*@%p\d+ bra\s+\$L__BB\d+_\1;",
                      ptx)
     assert loop, ptx
+
+
+def test_fp32_scalar_arguments_take_the_bits_numpy_rounds_them_to():
+    import numpy as np
+
+    from tritium.backends.llvm.types import scalar_bits
+    from tritium.compiler.ir import types as T
+
+    for value in (1.5, -0.0, 3.4028235e38, 3.4028236e38, 1e39, -1e39, 1e-46, float("inf")):
+        with np.errstate(over="ignore"):
+            expected = int(np.array([value]).astype(np.float32).view(np.uint32)[0])
+        assert scalar_bits(value, T.float32) == expected, value

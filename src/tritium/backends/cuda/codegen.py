@@ -71,6 +71,22 @@ def _words(ty) -> int:
     return size // 4 if size in (4, 8, 16) else 0
 
 
+def _shared_sizes(dtypes) -> list:
+    """The bytes one value of each dtype takes in shared memory (pointers as 64-bit integers, booleans
+    as bytes)."""
+    return [8 if isinstance(d, T.pointer_type) else (1 if d.is_bool() else item_size(d)) for d in dtypes]
+
+
+def _combine_tree(sets: list, levels: int, merge):
+    """The halving tree over ``sets`` (a power of two of them, ``levels`` levels), lowest bit of the
+    position first: what a group's members combine to, in the interpreter's order."""
+    for j in range(levels):
+        step = 1 << j
+        for position in range(0, len(sets), step * 2):
+            sets[position] = merge(sets[position], sets[position + step])
+    return sets[0]
+
+
 def _row_major_strides(shape) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -635,7 +651,7 @@ class Codegen:
 
                     fallback = others[start] if others is not None else constant(dtype, 0)
                     value = None
-                    if predicate is not None and not volatile and mem != I1:
+                    if predicate is not None and not volatile:
                         value = self._predicated_load(predicate, p, mem, self._to_memory(fallback, dtype))
                     out[start] = self._guarded(predicate, read, fallback) if value is None else value
                     continue
@@ -1073,7 +1089,7 @@ class Codegen:
     def _publish(self, state: dict, dtypes) -> list:
         """Every thread writes its live registers' values to shared memory (one region per register
         and operand, indexed by thread); returns the regions' byte offsets."""
-        sizes = [8 if isinstance(d, T.pointer_type) else (1 if d.is_bool() else item_size(d)) for d in dtypes]
+        sizes = _shared_sizes(dtypes)
         regions, offset = [], 0
         for _ in sorted(state):
             row = []
@@ -1102,16 +1118,9 @@ class Codegen:
         regions = self._publish(state, dtypes)
         group_mask = sum(32 << bit for bit in warp_bits)
         base = b.and_(self.tid, ir.Constant(I32, ~group_mask & 0xFFFFFFFF))
-        sets = []
-        for position in range(1 << len(warp_bits)):
-            offset = sum(32 << bit for j, bit in enumerate(warp_bits) if position >> j & 1)
-            thread = b.or_(base, ir.Constant(I32, offset)) if offset else base
-            sets.append(self._read_published(thread, state, dtypes, regions))
-        for j in range(len(warp_bits)):
-            step = 1 << j
-            for position in range(0, 1 << len(warp_bits), step * 2):
-                sets[position] = {r: combine(sets[position][r], sets[position + step][r]) for r in state}
-        return sets[0]
+        sets = [self._read_published(self._group_member(base, warp_bits, member), state, dtypes, regions)
+                for member in range(1 << len(warp_bits))]
+        return _combine_tree(sets, len(warp_bits), lambda x, y: {r: combine(x[r], y[r]) for r in state})
 
     def _reduce_across_warps_split(self, state: dict, dtypes, warp_bits: list, combine) -> dict:
         """``_reduce_across_warps`` with the work shared out: of a group's warps (same position off
@@ -1123,7 +1132,7 @@ class Codegen:
         live = sorted(state)
         count, size = len(live), 1 << len(warp_bits)
         threads = self.threads
-        sizes = [8 if isinstance(d, T.pointer_type) else (1 if d.is_bool() else item_size(d)) for d in dtypes]
+        sizes = _shared_sizes(dtypes)
         # per operand, a region of live registers x threads elements, then one of the results
         published, offset = [], 0
         for item in sizes:
@@ -1153,21 +1162,21 @@ class Codegen:
             first = b.mul(slot, ir.Constant(I32, threads))
             sets = []
             for member in range(size):
-                offset = sum(32 << bit for j, bit in enumerate(warp_bits) if member >> j & 1)
-                thread = b.or_(base, ir.Constant(I32, offset)) if offset else base
-                index = b.add(first, thread)
+                index = b.add(first, self._group_member(base, warp_bits, member))
                 sets.append([self._smem_get(index, types[k], dtypes[k], published[k]) for k in range(len(dtypes))])
-            for j in range(len(warp_bits)):
-                step = 1 << j
-                for member in range(0, size, step * 2):
-                    sets[member] = combine(sets[member], sets[member + step])
             index = b.add(first, base)
-            for k, value in enumerate(sets[0]):
+            for k, value in enumerate(_combine_tree(sets, len(warp_bits), combine)):
                 self._smem_put(index, value, dtypes[k], results[k])
         self.barrier()
         return {r: [self._smem_get(b.add(base, ir.Constant(I32, slot * threads)) if slot else base, types[k],
                                    dtypes[k], results[k]) for k in range(len(dtypes))]
                 for slot, r in enumerate(live)}
+
+    def _group_member(self, base: ir.Value, warp_bits: list, member: int) -> ir.Value:
+        """The thread at ``base``'s lane whose warp sits at position ``member`` of its group (bit
+        ``j`` of ``member`` is warp bit ``warp_bits[j]``)."""
+        offset = sum(32 << bit for j, bit in enumerate(warp_bits) if member >> j & 1)
+        return self.b.or_(base, ir.Constant(I32, offset)) if offset else base
 
     def _smem_put(self, index, value, dtype, base_bytes: int) -> None:
         if isinstance(dtype, T.pointer_type):
@@ -1216,11 +1225,13 @@ class Codegen:
             if where == "reg":
                 state = {r: combine(state[r], state[r | 1 << i]) for r in state if not r >> i & 1}
             elif where == "lane":
-                right_side = b.icmp_unsigned("!=", b.and_(self.lane, ir.Constant(I32, 1 << i)), ir.Constant(I32, 0))
+                ordered = kind not in combining.COMMUTATIVE  # else the same bits in either order
+                right_side = b.icmp_unsigned("!=", b.and_(self.lane, ir.Constant(I32, 1 << i)),
+                                             ir.Constant(I32, 0)) if ordered else None
                 new = {}
                 for r, mine in state.items():
                     other = [self.shuffle_xor(v, 1 << i) for v in mine]
-                    if kind in combining.COMMUTATIVE:  # the same bits in either order: no need to order them
+                    if not ordered:
                         new[r] = combine(mine, other)
                         continue
                     left = [b.select(right_side, o, m) for m, o in zip(mine, other)]

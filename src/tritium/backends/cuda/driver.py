@@ -121,48 +121,26 @@ def device(ordinal: int = 0) -> Device:
     return Device(ordinal)
 
 
+def current_place() -> tuple[int, int, bool]:
+    """(torch's current device, its current stream, True) once torch has started CUDA, else (0, the
+    default stream, False): both in one call on the launch path."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return 0, 0, False
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    ordinal = get_device() if get_device is not None else torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher calls: no Stream object
+    return ordinal, raw(ordinal) if raw is not None else torch.cuda.current_stream().cuda_stream, True
+
+
 def current_device_ordinal() -> int:
     """torch's current device once torch has started CUDA, else 0."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        get = getattr(torch._C, "_cuda_getDevice", None)
-        return get() if get is not None else torch.cuda.current_device()
-    return 0
+    return current_place()[0]
 
 
 def current_stream() -> int:
     """torch's current stream on the current device when torch has started CUDA, else the default."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher calls: no Stream object
-        if raw is not None:
-            return raw(torch.cuda.current_device())
-        return torch.cuda.current_stream().cuda_stream
-    return 0
-
-
-_TORCH_CUDA = None  # (is_initialized, getDevice, getCurrentRawStream) of torch, once looked up
-
-
-def current_place() -> tuple[int, int, bool]:
-    """(torch's current device, its current stream, True) once torch has started CUDA, else (0, the
-    default stream, False): what ``current_device_ordinal`` and ``current_stream`` say, in one call
-    on the launch path."""
-    global _TORCH_CUDA
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return 0, 0, False
-    if _TORCH_CUDA is None:
-        get_device = getattr(torch._C, "_cuda_getDevice", None)
-        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if get_device is None or raw_stream is None:
-            return current_device_ordinal(), current_stream(), torch.cuda.is_initialized()
-        _TORCH_CUDA = (torch.cuda.is_initialized, get_device, raw_stream)
-    initialized, get_device, raw_stream = _TORCH_CUDA
-    if not initialized():
-        return 0, 0, False
-    ordinal = get_device()
-    return ordinal, raw_stream(ordinal), True
+    return current_place()[1]
 
 
 class Kernel:
