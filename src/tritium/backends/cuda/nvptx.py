@@ -107,6 +107,9 @@ def _target_machine(arch: str):
 
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # 32-bit pointers to shared memory, as Triton's: a shared address is one register, not two (the
+    # cross-entropy kernel: 40 registers per thread -> 32, which is 8 programs of 256 threads per SM)
+    llvm.set_option("", "--nvptx-short-ptr")
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version(arch)}", opt=3)
 
