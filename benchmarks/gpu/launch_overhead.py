@@ -36,6 +36,16 @@ def store_one_triton(x_ptr):
     tl.store(x_ptr, 1.0)
 
 
+@tritium.jit
+def row_kernel(x_ptr, w_ptr, out_ptr, stride, n, eps, BLOCK: ttl.constexpr):
+    ttl.store(out_ptr + ttl.arange(0, BLOCK), ttl.load(x_ptr + ttl.arange(0, BLOCK)) * eps)
+
+
+@triton.jit
+def row_kernel_triton(x_ptr, w_ptr, out_ptr, stride, n, eps, BLOCK: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)) * eps)
+
+
 def per_launch(fn, n=N) -> float:
     for _ in range(50):
         fn()
@@ -57,6 +67,17 @@ def main():
     stream = driver.current_stream()
     rows = [("tritium kernel[grid](x)", per_launch(lambda: store_one[(1,)](x))),
             ("triton kernel[grid](x)", per_launch(lambda: store_one_triton[(1,)](x)))]
+    # a row kernel's launch: three tensors, three scalars, a constexpr and num_warps
+    w, out = torch.zeros(64, device="cuda"), torch.zeros(64, device="cuda")
+    rows.append(("tritium row kernel, 6 args + num_warps", per_launch(
+        lambda: row_kernel[(1,)](x, w, out, 64, 64, 1e-5, BLOCK=4, num_warps=8))))
+    rows.append(("triton row kernel, 6 args + num_warps", per_launch(
+        lambda: row_kernel_triton[(1,)](x, w, out, 64, 64, 1e-5, BLOCK=4, num_warps=8))))
+    # tritium's launch in pieces: the argument binder (the fast path's key) and the direct launcher
+    fast = store_one._fast_values((x,), {})
+    kernel_entry, direct = store_one._fast[fast[0]]
+    rows.append(("tritium binder (key of a launch)", per_launch(lambda: store_one._fast_values((x,), {}))))
+    rows.append(("tritium direct launcher", per_launch(lambda: direct((1, 1, 1), fast[1]))))
 
     values, types = (x.data_ptr(),), (ctypes.c_void_p,)
     rows.append(("cuLaunchKernel, (values, types) tuples", per_launch(

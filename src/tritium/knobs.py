@@ -54,9 +54,9 @@ def environ_values(names: tuple) -> tuple:
     """The raw values (None where unset) of the environment variables ``names``, in one call: a
     key that changes whenever one of them changes (``monkeypatch.setenv`` included)."""
     environ = os.environ
-    data = getattr(environ, "_data", None)
-    if data is None or not hasattr(environ, "encodekey"):
+    if type(environ) is not os._Environ:  # replaced by a mapping of another kind
         return tuple(environ.get(name) for name in names)
+    data = environ._data
     keys = _ENVIRON_KEY_TUPLES.get(names)
     if keys is None:
         keys = _ENVIRON_KEY_TUPLES[names] = tuple(environ.encodekey(name) for name in names)

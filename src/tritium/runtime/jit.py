@@ -17,6 +17,7 @@ from ..language.core import source_from_def
 from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import specialize, tensor_view
+from .binder import make_binder
 from .launch import (
     LAUNCH_OPTIONS, at_launch_site, backend_for, direct_launcher, launch, launch_directly, normalize_grid,
     parse_options, without_internal_frames,
@@ -28,10 +29,6 @@ __all__ = ["CompiledKernel", "JITFunction", "KernelInterface", "KernelParam", "L
 def _parse_type(text: str):
     """The IR type of a signature entry ('*fp32', 'i32', or with an attribute: '*fp32:16', 'i32:1')."""
     return parse_type(text)[0]
-
-
-# the Python types of constexpr values whose launches take the fast path (their value is the key)
-_PLAIN_CONSTANTS = frozenset({int, float, bool, str, type(None)})
 
 
 class _KernelCache(dict):
@@ -171,6 +168,7 @@ class JITFunction(KernelInterface, JITCallable):
         self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
         self._fast: dict[tuple, tuple] = {}  # _fast_values key -> (kernel, its direct launcher or None)
+        self._binder: Optional[Callable] = None  # made at the first launch (binder.make_binder)
         self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
         self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
@@ -338,7 +336,7 @@ class JITFunction(KernelInterface, JITCallable):
                     grid3 = normalize_grid(grid, meta, self.__name__)
                 else:
                     grid3 = normalize_grid(grid, values, self.__name__)
-                if direct is None or not launch_directly(kernel, direct, grid3, values, fast[2]):
+                if direct is None or not launch_directly(kernel, direct, grid3, values):
                     launch(kernel, grid3, values)
                 return kernel
         values, options = self._bind(args, kwargs)
@@ -347,7 +345,7 @@ class JITFunction(KernelInterface, JITCallable):
         if options.get("warmup"):
             return kernel
         if fast is not None and options == fast[3] and not any(isinstance(s, tuple_type) for s in specs.values()):
-            self._fast[fast[0]] = (kernel, direct_launcher(kernel, fast[1]))
+            self._fast[fast[0]] = (kernel, direct_launcher(kernel, fast[1], fast[2]))
         meta = dict(values)
         meta.update(options)
         grid3 = normalize_grid(grid, meta, self.__name__)
@@ -356,63 +354,15 @@ class JITFunction(KernelInterface, JITCallable):
 
     def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict, Any, dict]]:
         """(a key, the bound values, the launch settings, the compile options) for a launch whose arguments
-        are all plain (tensors, Python numbers, None; constexprs of Python scalars or dtypes) and whose
-        other keywords are compile options of plain values (num_warps=8); None for anything else,
-        which takes the full path. The key holds everything the
-        full specialization key is computed from, so one maps to the other (``_fast`` caches it)."""
-        params = self.params
-        if len(args) > len(params):
+        are all plain and whose other keywords are compile options of plain values (num_warps=8); None
+        for anything else, which takes the full path (see ``binder``)."""
+        bind = self._binder
+        if bind is None:
+            bind = self._binder = make_binder(self.params, self._constexpr_set, _FAST_OPTIONS)
+        try:
+            return bind(*args, **kwargs)
+        except TypeError:  # arguments the parameter list does not bind: the full path says what is wrong
             return None
-        values = {}
-        tokens = []
-        keywords = 0
-        torch = sys.modules.get("torch")
-        tensor_type = torch.Tensor if torch is not None else ()
-        constexprs = self._constexpr_set
-        for i, p in enumerate(params):
-            name = p.name
-            if i < len(args):
-                value = args[i]
-                if name in kwargs:
-                    return None
-            elif name in kwargs:
-                value = kwargs[name]
-                keywords += 1
-            elif p.has_default:
-                value = p.default
-            else:
-                return None
-            values[name] = value
-            kind = type(value)
-            if i in constexprs:
-                if kind not in _PLAIN_CONSTANTS and not isinstance(value, T.dtype):
-                    return None
-                tokens.append((kind, value))
-            elif kind is int:
-                if not -(2**63) <= value < 2**64:  # the slow path says it does not fit any integer type
-                    return None
-                one = value == 1 and not p.do_not_specialize
-                wide = not -(2**31) <= value < 2**31
-                tokens.append((int, one, value % 16 == 0 and not p.do_not_specialize, wide and value >= 2**63, wide))
-            elif kind is float or kind is bool or value is None:
-                tokens.append(kind)
-            elif isinstance(value, tensor_type):
-                # is_cuda first: a tensor's .device builds an object on every read
-                tokens.append((value.dtype, value.data_ptr() % 16 == 0, "cuda" if value.is_cuda else value.device.type))
-            else:
-                return None
-        options = {}
-        if keywords != len(kwargs):  # keywords that name no parameter: compile options (num_warps=8), or mistakes
-            for name, value in kwargs.items():
-                if name in values:
-                    continue
-                if name not in _FAST_OPTIONS or type(value) not in _PLAIN_CONSTANTS:
-                    return None
-                options[name] = value
-            tokens.append(tuple(sorted(options.items())))
-        settings = config.launch_settings()
-        tokens.append((settings.fp32_default, settings.strict, settings.backend))
-        return tuple(tokens), values, settings, options
 
 
 # launch options the fast path takes as part of its key: they only choose what is compiled (a launch

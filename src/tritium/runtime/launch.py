@@ -247,14 +247,15 @@ def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArg
     return arguments
 
 
-def direct_launcher(kernel, values: dict) -> Optional[Callable]:
+def direct_launcher(kernel, values: dict, settings: config.LaunchSettings) -> Optional[Callable]:
     """The backend's direct launcher for ``kernel`` (``Executable.direct_launcher``: plain argument
     values in, none of ``launch``'s generic checks), when the tensors in ``values`` are in the
-    backend's own memory; None otherwise. The fast path caches it with the kernel: the cache key
-    holds every tensor's dtype, alignment and device, so the checks it skips hold for every launch
-    that finds it."""
+    backend's own memory and ``settings`` (the launch's ``config.launch_settings()``) ask for
+    neither debug mode nor validation; None otherwise. The fast path caches it with the kernel:
+    its key holds every tensor's dtype, alignment and device and the settings, so what this
+    decides holds for every launch that finds it."""
     make = getattr(kernel.executable, "direct_launcher", None)
-    if make is None:
+    if make is None or settings.debug or settings.validate:
         return None
     backend = registry.get(kernel.backend)
     torch = sys.modules.get("torch")
@@ -264,16 +265,15 @@ def direct_launcher(kernel, values: dict) -> Optional[Callable]:
     return make(list(kernel.ir.arg_names))
 
 
-def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict,
-                    settings: config.LaunchSettings) -> bool:
-    """Launches through ``direct`` when nothing asks for ``launch``'s extras (debug mode, validation,
-    launch hooks; ``settings``: this launch's ``config.launch_settings()``); False when it did not
-    launch (those, or a grid it leaves to ``launch``)."""
-    debug = getattr(kernel.fn, "debug", None)
-    if debug is None:
-        debug = settings.debug
-    hooks = knobs.runtime
-    if debug or settings.validate or hooks.launch_enter_hook is not None or hooks.launch_exit_hook is not None:
+_HOOKS = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
+
+
+def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict) -> bool:
+    """Launches through ``direct`` (a ``direct_launcher``) when nothing asks for ``launch``'s extras
+    (``@jit(debug=True)``, launch hooks); False when it did not launch (those, or a grid it leaves
+    to ``launch``)."""
+    if _HOOKS.get("launch_enter_hook") is not None or _HOOKS.get("launch_exit_hook") is not None \
+            or getattr(kernel.fn, "debug", None):
         return False
     try:
         return direct(grid3, values)

@@ -39,9 +39,8 @@ def _raw_launch():
         except (OSError, AttributeError):
             _LAUNCH = False
         else:
-            u32 = ctypes.c_uint
-            function.argtypes = [ctypes.c_void_p, u32, u32, u32, u32, u32, u32, u32, ctypes.c_void_p,
-                                 ctypes.c_void_p, ctypes.c_void_p]
+            # no argtypes: the caller passes pointers as c_void_p (or ctypes arrays) and the grid and
+            # sizes as ints below 2**31, which ctypes converts without them at half the cost
             function.restype = ctypes.c_int
             _LAUNCH = function
     return _LAUNCH or None
@@ -107,6 +106,27 @@ class Device:
         if isinstance(self.name, bytes):
             self.name = self.name.split(b"\0")[0].decode()
 
+    def attribute(self, name: str) -> int:
+        """``cuDeviceGetAttribute`` of ``CU_DEVICE_ATTRIBUTE_<name>``."""
+        driver = _driver()
+        return int(check(driver.cuDeviceGetAttribute(getattr(driver.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name),
+                                                     self.device), "cuDeviceGetAttribute"))
+
+    def properties(self) -> dict:
+        """The device described with the keys of Triton's ``get_device_properties``."""
+        return {
+            "max_shared_mem": self.max_shared,
+            "max_num_regs": self.attribute("MAX_REGISTERS_PER_BLOCK"),
+            "multiprocessor_count": self.attribute("MULTIPROCESSOR_COUNT"),
+            "warpSize": self.attribute("WARP_SIZE"),
+            "max_threads_per_sm": self.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            "sm_clock_rate": self.attribute("CLOCK_RATE"),
+            "mem_clock_rate": self.attribute("MEMORY_CLOCK_RATE"),
+            "mem_bus_width": self.attribute("GLOBAL_MEMORY_BUS_WIDTH"),
+            "arch": self.arch,
+            "name": self.name,
+        }
+
     @property
     def arch(self) -> str:
         major, minor = self.capability
@@ -121,16 +141,26 @@ def device(ordinal: int = 0) -> Device:
     return Device(ordinal)
 
 
+def torch_place_functions(torch) -> tuple:
+    """(current device ordinal, raw current stream of an ordinal): torch's own functions for them,
+    which Triton's launcher calls too (no Stream object built), or equivalents where torch lacks them."""
+    get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    get_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_stream is None:
+        def get_stream(ordinal):
+            return torch.cuda.current_stream(ordinal).cuda_stream
+    return get_device, get_stream
+
+
 def current_place() -> tuple[int, int, bool]:
     """(torch's current device, its current stream, True) once torch has started CUDA, else (0, the
-    default stream, False): both in one call on the launch path."""
+    default stream, False)."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_initialized():
         return 0, 0, False
-    get_device = getattr(torch._C, "_cuda_getDevice", None)
-    ordinal = get_device() if get_device is not None else torch.cuda.current_device()
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher calls: no Stream object
-    return ordinal, raw(ordinal) if raw is not None else torch.cuda.current_stream().cuda_stream, True
+    get_device, get_stream = torch_place_functions(torch)
+    ordinal = get_device()
+    return ordinal, get_stream(ordinal), True
 
 
 def current_device_ordinal() -> int:
@@ -162,17 +192,27 @@ class Kernel:
                 shared_bytes), "cuFuncSetAttribute")
 
         self.handle = int(self.function)
+        self._handle = ctypes.c_void_p(self.handle)
+        attribute = driver.CUfunction_attribute
+        # what Triton's compiled kernels report: registers per thread, and spills as 4-byte words of
+        # local memory per thread
+        self.n_regs = int(check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, self.function),
+                                "cuFuncGetAttribute"))
+        self.n_spills = int(check(driver.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                                                            self.function), "cuFuncGetAttribute")) // 4
+        self._raw = _raw_launch()
 
-    def launch_packed(self, grid, threads: int, stream: int, parameters: int) -> int:
-        """Launches with ``parameters``, the address of an array of pointers to each parameter's
-        value (cuLaunchKernel's kernelParams); returns the driver's status (0: launched)."""
-        raw = _raw_launch()
+    def launch_packed(self, grid, threads: int, stream: int, parameters) -> int:
+        """Launches with ``parameters``, a ctypes array of pointers to each parameter's value
+        (cuLaunchKernel's kernelParams); returns the driver's status (0: launched)."""
         gx, gy, gz = grid
+        raw = self._raw
         if raw is None:
             status, = _driver().cuLaunchKernel(self.function, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream,
-                                               parameters, 0)
+                                               ctypes.addressof(parameters), 0)
             return int(status)
-        return raw(self.handle, gx, gy, gz, threads, 1, 1, self.shared_bytes, stream or None, parameters, None)
+        return raw(self._handle, gx, gy, gz, threads, 1, 1, self.shared_bytes,
+                   ctypes.c_void_p(stream) if stream else None, parameters, None)
 
 
 def raise_status(status: int, what: str) -> None:

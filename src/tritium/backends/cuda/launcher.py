@@ -70,8 +70,7 @@ class Executable:
         count = len(fn.args) + 2 * len(self.pointer_args) + (1 if report_ops else 0)
         self._slots = (ctypes.c_uint64 * max(count, 1))()
         base = ctypes.addressof(self._slots)
-        self._pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
-        self._parameters = ctypes.addressof(self._pointers)
+        self._parameters = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
         self._lock = threading.Lock()
 
     def direct_launcher(self, arg_names: list) -> Optional[Callable]:
@@ -82,20 +81,22 @@ class Executable:
         back). The launch returns False, launching nothing, for a grid it leaves to ``launch``."""
         if self.report_ops or self.prints or self.checks:
             return None
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_initialized():
+            return None  # the launches it serves pass torch CUDA tensors: torch has started CUDA
+        get_device, get_stream = driver.torch_place_functions(torch)
         plan = parameter_plan(arg_names, self.fn.args)
         slots, lock, parameters, threads = self._slots, self._lock, self._parameters, self.threads
         kernels = self._kernels
         max_x, max_y, max_z = _MAX_GRID
-        place = driver.current_place
 
         def launch(grid3, values) -> bool:
             gx, gy, gz = grid3
             if gx <= 0 or gy <= 0 or gz <= 0 or gx > max_x or gy > max_y or gz > max_z:
                 return False
-            ordinal, stream, torch_current = place()
+            ordinal = get_device()  # torch keeps this device's context current
             kernel = kernels.get(ordinal) or self._kernel(ordinal)
-            if not torch_current:  # else torch keeps the device's context current
-                kernel.device.make_current()
+            stream = get_stream(ordinal)
             with lock:
                 for i, (name, bits) in enumerate(plan):
                     value = values[name]
@@ -109,6 +110,11 @@ class Executable:
             return True
 
         return launch
+
+    def load(self) -> driver.Kernel:
+        """The kernel loaded on the current device (``CompiledKernel._init_handles``: its function
+        handle, registers and spills)."""
+        return self._kernel(driver.current_device_ordinal())
 
     def _kernel(self, ordinal: int) -> driver.Kernel:
         kernel = self._kernels.get(ordinal)

@@ -12,6 +12,8 @@ except i1, which is one byte (as torch and numpy store bools).
 """
 from __future__ import annotations
 
+import struct
+
 import llvmlite.ir as ir
 
 from ...compiler.ir import types as T
@@ -110,9 +112,27 @@ def integer_bits(value) -> int:
     return int(value) & 0xFFFFFFFFFFFFFFFF
 
 
+_FP32, _FP64, _U32, _U64 = (struct.Struct(code) for code in ("<f", "<d", "<I", "<Q"))
+
+
+def _fp32_bits(value) -> int:
+    try:
+        return _U32.unpack(_FP32.pack(value))[0]
+    except (OverflowError, struct.error):  # beyond fp32's range (an infinity), or not a float
+        return scalar_bits(value, T.float32)
+
+
+def _fp64_bits(value) -> int:
+    try:
+        return _U64.unpack(_FP64.pack(value))[0]
+    except (OverflowError, struct.error):
+        return scalar_bits(value, T.float64)
+
+
 def parameter_plan(arg_names, args) -> list:
     """How a direct launcher turns each run-time argument into its parameter's bits: per IR argument
-    (name, None) for a pointer (the tensor's address) or (name, value -> bits) for a scalar."""
+    (name, None) for a pointer (the tensor's address) or (name, value -> bits) for a scalar, the
+    bits ``scalar_bits`` gives."""
     import functools
 
     plan = []
@@ -122,6 +142,10 @@ def parameter_plan(arg_names, args) -> list:
             plan.append((name, None))
         elif ty.is_int():
             plan.append((name, integer_bits))
+        elif ty.is_fp32():
+            plan.append((name, _fp32_bits))
+        elif ty.is_fp64():
+            plan.append((name, _fp64_bits))
         else:
             plan.append((name, functools.partial(scalar_bits, dtype=ty)))
     return plan
