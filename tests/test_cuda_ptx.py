@@ -473,3 +473,38 @@ def test_the_direct_launchers_scalar_bits_are_those_of_scalar_bits():
         for value in values:
             with np.errstate(over="ignore"):
                 assert plan[str(dtype)](value) == scalar_bits(value, dtype), (dtype, value)
+
+
+@triton.jit
+def _hinted_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr, LOAD: tl.constexpr, STORE: tl.constexpr,
+                 EVICT: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, cache_modifier=LOAD, eviction_policy=EVICT)
+    tl.store(out_ptr + offs, x, mask=offs < n, cache_modifier=STORE, eviction_policy=EVICT)
+
+
+@pytest.mark.parametrize("load,store,evict,load_op,store_op", [
+    (".cg", ".cs", "", "ld.global.cg.v4.b32", "st.global.cs.v4.b32"),
+    (".ca", ".wt", "", "ld.global.ca.v4.b32", "st.global.wt.v4.b32"),
+    (".cv", ".wb", "", "ld.global.cv.v4.b32", "st.global.wb.v4.b32"),
+    ("", "", "evict_last", "ld.global.L1::evict_last.v4.b32", "st.global.L1::evict_last.v4.b32"),
+    ("", "", "evict_first", "ld.global.L1::evict_first.v4.b32", "st.global.L1::evict_first.v4.b32"),
+    (".cg", "", "evict_first", "ld.global.cg.v4.b32", "st.global.L1::evict_first.v4.b32"),
+])
+@pytest.mark.parametrize("aligned_n", [True, False])
+def test_cache_modifiers_and_eviction_policies_reach_the_instructions(load, store, evict, load_op, store_op,
+                                                                      aligned_n):
+    signature = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "n": "i32:16" if aligned_n else "i32",
+                 "BLOCK": "constexpr", "LOAD": "constexpr", "STORE": "constexpr", "EVICT": "constexpr"}
+    ptx = body(compile_for(_hinted_copy, signature, {"BLOCK": 1024, "LOAD": load, "STORE": store, "EVICT": evict}))
+    if not aligned_n:  # a mask of unknown constancy: one element per access
+        load_op, store_op = load_op.replace(".v4", ""), store_op.replace(".v4", "")
+    assert load_op in ptx and store_op in ptx
+    assert not re.search(r"ld\.global\.(v4\.)?b32", ptx) and not re.search(r"st\.global\.(v4\.)?b32", ptx)
+
+
+def test_unhinted_unmasked_accesses_stay_llvm_loads_and_stores():
+    signature = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "n": "i32:16", "BLOCK": "constexpr", "LOAD": "constexpr",
+                 "STORE": "constexpr", "EVICT": "constexpr"}
+    ptx = body(compile_for(_hinted_copy, signature, {"BLOCK": 1024, "LOAD": "", "STORE": "", "EVICT": ""}))
+    assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx and "::" not in ptx

@@ -228,3 +228,62 @@ def test_the_tiled_matmul_with_an_fp16_result():
     exact = a.double() @ b.double()
     bound = 2 * (k + 1) * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 2.0 ** -11 * exact.abs() * 1.01
     assert ((c.double() - exact).abs() <= bound + 2.0 ** -24).all()
+
+
+@needs_gpu
+def test_the_active_driver_is_the_gpus(monkeypatch):
+    driver = triton.runtime.driver  # the DriverConfig, as in Triton
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    active = driver.active
+    assert active.get_current_target().backend == "cuda"
+    major, minor = torch.cuda.get_device_capability()
+    assert active.get_current_target().arch == 10 * major + minor
+    device = active.get_active_torch_device()
+    assert device.type == "cuda" and device.index == torch.cuda.current_device()
+    properties = active.utils.get_device_properties(device.index)
+    reference = torch.cuda.get_device_properties(device.index)
+    assert properties["multiprocessor_count"] == reference.multi_processor_count
+    assert properties["warpSize"] == 32 and properties["max_num_regs"] == 65536
+    assert properties["max_shared_mem"] >= 48 * 1024
+    assert active.get_current_stream() == torch.cuda.current_stream().cuda_stream
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")  # a host backend: scripts allocate on the host
+    assert driver.active.get_current_target().backend == "cpu"
+
+
+@needs_gpu
+def test_a_loaded_kernel_reports_its_registers_and_shared_memory():
+    x = torch.randn(4, 4096, device="cuda")
+    compiled = _softmax_kernel.warmup(x, x, x.stride(0), 4096, BLOCK=4096, num_warps=8, grid=(1,))
+    compiled._init_handles()
+    assert compiled.function and 16 <= compiled.n_regs <= 255 and compiled.n_spills == 0
+    # the cross-warp reductions meet in shared memory: what the backend sized for them
+    assert compiled.metadata.shared == compiled.executable.shared_bytes > 0
+
+
+@needs_gpu
+def test_do_bench_times_the_gpu_work():
+    x = torch.randn(1 << 26, device="cuda")
+    out = torch.empty_like(x)
+    ms = triton.testing.do_bench(lambda: _add_kernel[(x.numel() // 1024,)](x, x, out, x.numel(), BLOCK=1024))
+    # 768 MB moved: at least 0.1 ms on any GPU this runs on, and well under a second
+    assert 0.1 < ms < 1000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        _add_kernel[(x.numel() // 1024,)](x, x, out, x.numel(), BLOCK=1024)
+    end.record()
+    end.synchronize()
+    assert abs(ms - start.elapsed_time(end) / 10) < 0.5 * ms
+
+
+@needs_gpu
+@pytest.mark.parametrize("load,store,evict", [(".cg", ".cs", ""), (".ca", ".wt", ""), (".cv", ".wb", ""),
+                                              ("", "", "evict_last"), (".cg", "", "evict_first")])
+@pytest.mark.parametrize("n", [4096, 1000])
+def test_hinted_loads_and_stores_copy_exactly(load, store, evict, n):
+    from test_cuda_ptx import _hinted_copy
+
+    x = torch.randn(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    _hinted_copy[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024, LOAD=load, STORE=store, EVICT=evict)
+    assert torch.equal(out, x)

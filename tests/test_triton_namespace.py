@@ -25,6 +25,7 @@ import torch
 import tritium as triton
 import tritium.language as tl
 from tritium import compat
+from tritium.backends import registry
 from tritium.errors import CompilationError, CompileTimeAssertionFailure, LaunchError
 from tritium.runtime.driver import driver
 
@@ -626,13 +627,14 @@ except AssertionError:
     print("TUTORIAL-ASSERTION-FAILED:", failed_line, flush=True)
 else:
     print("TUTORIAL-COMPLETED", flush=True)
+print("TUTORIAL-DEVICE:", namespace["DEVICE"], flush=True)
 
 if path.endswith("03-matrix-multiplication.py") and failed_line is None:
     a, b, out = namespace["a"], namespace["b"], namespace["triton_output"]
     import numpy as np
     exact = a.double() @ b.double()
     # one fp16 step of the result, plus what 64 fp32 roundings of the accumulator may add
-    step = torch.from_numpy(np.spacing(np.abs(exact.half().numpy()))).double()
+    step = torch.from_numpy(np.spacing(np.abs(exact.half().cpu().numpy()))).double().to(exact.device)
     bound = step + 64 * 2.0 ** -24 * (a.double().abs() @ b.double().abs())
     assert ((out.double() - exact).abs() <= bound).all(), "matmul off by more than fp32 accumulation allows"
     print("EXACT-CHECK-PASSED", flush=True)
@@ -689,3 +691,7 @@ def test_triton_tutorial_runs_unmodified(name, tmp_path):
         assert "EXACT-CHECK-PASSED" in output and "layer-norm-backward" in output, output[-4000:]
     if name.startswith(("01", "02", "03")):
         assert "(TRITIUM_BENCH_QUICK: the first 2 of" in output, output[-4000:]
+    # on a machine with a GPU the CUDA backend can use, the tutorials allocate on it and run there
+    on_gpu = torch.cuda.is_available() and registry.get("cuda").is_available() and \
+        os.environ.get("TRITIUM_BACKEND", "") in ("", "cuda")
+    assert f"TUTORIAL-DEVICE: {'cuda' if on_gpu else 'cpu'}" in output, output[-4000:]

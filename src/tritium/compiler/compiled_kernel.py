@@ -41,8 +41,9 @@ class CompiledKernel:
     with ``compiled[grid](*args)``, every parameter given (constexprs included, as Triton's compiled
     kernels take them) or only the run-time ones. ``asm`` holds each of the backend's stages by
     name ("ttir": the IR text after the passes). ``options`` is the backend's options record.
-    ``n_regs`` and ``n_spills`` are nominal (32 and 0); ``metadata.shared`` estimates what a GPU
-    would use (see ``shared_memory_bytes``).
+    On a host backend ``n_regs`` and ``n_spills`` are nominal (32 and 0) and ``metadata.shared``
+    estimates what a GPU would use (see ``shared_memory_bytes``); on a GPU they are the loaded
+    kernel's (``_init_handles()`` loads it) and the shared memory it was compiled to use.
     """
 
     name: str
@@ -60,7 +61,7 @@ class CompiledKernel:
     source: Any = None  # the ASTSource it was compiled from, by triton.compile
 
     def __post_init__(self) -> None:
-        self._init_handles()
+        self._bind_entry_points()
 
     @property
     def src(self):
@@ -92,6 +93,9 @@ class CompiledKernel:
 
     @functools.cached_property
     def shared(self) -> int:
+        compiled = getattr(self.executable, "shared_bytes", None)  # a GPU backend's own figure
+        if compiled is not None:
+            return int(compiled)
         return shared_memory_bytes(self.ir, int(self._option("num_stages", 3)))
 
     @property
@@ -103,9 +107,19 @@ class CompiledKernel:
                                target=(target.backend, target.arch, target.warp_size) if target else None)
 
     def _init_handles(self) -> None:
-        """Loads the kernel onto the device (nothing to do on the host), and binds ``run``, the
-        launch entry point of Triton's compiled kernels, and ``function``, the device handle (None
-        here), as Triton binds them: as attributes, which pickling may have emptied."""
+        """Loads the kernel onto the current device (nothing to do on the host): ``function`` is then
+        its device handle, ``n_regs`` and ``n_spills`` its registers and spills per thread; and binds
+        ``run``, as ``_bind_entry_points``."""
+        self._bind_entry_points()
+        load = getattr(self.executable, "load", None)
+        if load is not None:
+            loaded = load()
+            self.function, self.n_regs, self.n_spills = loaded.handle, loaded.n_regs, loaded.n_spills
+
+    def _bind_entry_points(self) -> None:
+        """Binds ``run``, the launch entry point of Triton's compiled kernels, and ``function``, the
+        device handle (None until loaded), as Triton binds them: as attributes, which pickling may
+        have emptied."""
         if getattr(self, "run", None) is None:
             self.run = self._run
         if "function" not in self.__dict__:

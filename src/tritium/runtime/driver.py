@@ -3,7 +3,10 @@
 Triton scripts ask the active driver for the torch device to allocate on
 (``driver.active.get_active_torch_device()``), for the target (``get_current_target()``: backend,
 arch, warp size) and for device properties they use in occupancy arithmetic
-(``driver.active.utils.get_device_properties(device)``). tritium's active driver is the host CPU:
+(``driver.active.utils.get_device_properties(device)``). On a machine with an NVIDIA GPU that the
+CUDA backend can use (torch with CUDA, cuda-bindings), the active driver is the GPU's
+(``CUDADriver``: the current CUDA device, its properties as the CUDA driver reports them), unless
+``TRITIUM_BACKEND`` names a host backend. Elsewhere it is the host CPU:
 
 ============================  ===================================================================
 property                      value on the CPU driver
@@ -182,17 +185,113 @@ class CPUDriver:
         return "CPUDriver()"
 
 
+class CUDAUtils:
+    """``driver.active.utils`` of the CUDA driver."""
+
+    def get_device_properties(self, device: Any = None) -> dict:
+        """Properties of CUDA device ``device`` (an index, a torch device, or None: the current one),
+        with the keys of Triton's CUDA driver."""
+        import torch
+
+        index = getattr(device, "index", device)
+        return _backends.registry.get("cuda").device_properties(torch.cuda.current_device() if index is None
+                                                                 else int(index))
+
+
+class CUDADriver:
+    """An NVIDIA GPU, through the CUDA backend: scripts allocate torch CUDA tensors on the device it
+    names, and kernels launched on them run there."""
+
+    backend = "cuda"
+
+    def __init__(self):
+        self.utils = CUDAUtils()
+
+    @staticmethod
+    def is_active() -> bool:
+        return cuda_usable()
+
+    def get_current_target(self) -> GPUTarget:
+        return _backends.registry.get("cuda").default_target()  # the current device's
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cuda", torch.cuda.current_device())
+
+    def get_device_interface(self):
+        import torch
+
+        return torch.cuda
+
+    def get_current_device(self) -> int:
+        import torch
+
+        return torch.cuda.current_device()
+
+    def set_current_device(self, device) -> None:
+        import torch
+
+        torch.cuda.set_device(device)
+
+    def get_current_stream(self, device=None) -> int:
+        import torch
+
+        return torch.cuda.current_stream(device).cuda_stream
+
+    def get_benchmarker(self):
+        from ..testing import do_bench
+
+        return do_bench
+
+    def get_empty_cache_for_benchmark(self):
+        """256 MB of device memory, more than an H100/H200's L2 cache: zeroing it between timed runs
+        evicts what the previous run left there, as Triton's driver does."""
+        import torch
+
+        return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+
+    def clear_cache(self, cache) -> None:
+        cache.zero_()
+
+    def __repr__(self) -> str:
+        return "CUDADriver()"
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_usable() -> bool:
+    """A CUDA GPU that the CUDA backend can run on: torch with CUDA, cuda-bindings, a device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    if not torch.cuda.is_available():
+        return False
+    return _backends.registry.get("cuda").unavailable_reason() is None
+
+
 class DriverConfig:
     """``triton.runtime.driver``: ``.active`` is the driver launches go to, ``.default`` the one
-    tritium picks; ``set_active``/``reset_active`` swap it (tests use this)."""
+    tritium picks; ``set_active``/``reset_active`` swap it (tests use this). The active driver is
+    the CUDA one on a machine with a GPU the CUDA backend can use, unless ``TRITIUM_BACKEND`` names a
+    host backend (``cpu``, ``interpreter``); else the host CPU's."""
 
     def __init__(self):
         self.default = CPUDriver()
         self._active = None
+        self._cuda = None
 
     @property
     def active(self):
-        return self._active if self._active is not None else self.default
+        if self._active is not None:
+            return self._active
+        from .. import config
+
+        if config.backend_name() in ("", "cuda") and cuda_usable():
+            if self._cuda is None:
+                self._cuda = CUDADriver()
+            return self._cuda
+        return self.default
 
     def set_active(self, driver) -> None:
         self._active = driver

@@ -96,6 +96,12 @@ class CUDABackend(Backend):
         driver.synchronize()
         driver.copy_to_host(host_address, device_address, nbytes)
 
+    def device_properties(self, ordinal: int) -> dict:
+        """CUDA device ``ordinal`` described with the keys of Triton's ``get_device_properties``."""
+        from . import driver
+
+        return driver.device(ordinal).properties()
+
     def default_target(self) -> GPUTarget:
         from . import driver
 

@@ -71,6 +71,23 @@ def _words(ty) -> int:
     return size // 4 if size in (4, 8, 16) else 0
 
 
+# The PTX cache operators of tl.load's and tl.store's cache_modifier, and the L1 eviction priorities of
+# their eviction_policy. PTX writes a cache operator and an eviction priority in different forms of
+# the instruction, never both: an access given both keeps its cache operator.
+LOAD_CACHE_OPERATORS = {".ca": ".ca", ".cg": ".cg", ".cv": ".cv", ".cs": ".cs", ".lu": ".lu"}
+STORE_CACHE_OPERATORS = {".wb": ".wb", ".cg": ".cg", ".cs": ".cs", ".wt": ".wt"}
+EVICTION_PRIORITIES = {"evict_first": ".L1::evict_first", "evict_last": ".L1::evict_last",
+                       "evict_normal": ".L1::evict_normal", "evict_unchanged": ".L1::evict_unchanged",
+                       "no_allocate": ".L1::no_allocate"}
+
+
+def cache_hints(op: Operation, operators: dict) -> str:
+    """The qualifiers of a load's or store's PTX instruction for its cache_modifier and
+    eviction_policy ("" for neither)."""
+    operator = operators.get(op.attrs.get("cache_modifier") or "", "")
+    return operator or EVICTION_PRIORITIES.get(op.attrs.get("eviction_policy") or "", "")
+
+
 def _shared_sizes(dtypes) -> list:
     """The bytes one value of each dtype takes in shared memory (pointers as 64-bit integers, booleans
     as bytes)."""
@@ -543,23 +560,31 @@ class Codegen:
         phi.add_incoming(default, before)
         return phi
 
-    def _predicated_load(self, predicate: ir.Value, p: ir.Value, ty, fallback: ir.Value) -> Optional[ir.Value]:
+    def _predicated_load(self, predicate: Optional[ir.Value], p: ir.Value, ty, fallback: Optional[ir.Value],
+                         hints: str = "") -> Optional[ir.Value]:
         """``ty`` (4, 8 or 16 bytes of numbers) read from ``p`` where ``predicate`` holds, else
         ``fallback``, as one predicated PTX load (``@p ld.global.v4.b32``), which is what Triton emits:
-        no branch around the load, at which a warp's threads (whose masks differ) could part. None
-        for other sizes (the caller branches)."""
+        no branch around the load, at which a warp's threads (whose masks differ) could part.
+        ``hints``: the cache operator or eviction priority qualifiers (``.cg``, ``.L1::evict_last``);
+        with no predicate the load is unconditional. None for other sizes (the caller branches)."""
         words = _words(ty)
         if not words:
             return None
         b = self.b
-        initial = self._as_words(fallback, words)
         target = "$0" if words == 1 else "{" + ", ".join(f"${i}" for i in range(words)) + "}"
-        text = " ".join(f"mov.b32 ${i}, ${words + 2 + i};" for i in range(words))
-        text += f" @${words} ld.global{f'.v{words}' if words > 1 else ''}.b32 {target}, [${words + 1}];"
+        vector = f".v{words}" if words > 1 else ""
         returned = I32 if words == 1 else ir.LiteralStructType([I32] * words)
-        args = [predicate, b.ptrtoint(p, I64)] + initial
-        result = b.asm(ir.FunctionType(returned, [a.type for a in args]), text,
-                       ",".join(["=&r"] * words + ["b", "l"] + ["r"] * words), args, side_effect=True)
+        if predicate is None:
+            args = [b.ptrtoint(p, I64)]
+            text = f"ld.global{hints}{vector}.b32 {target}, [${words}];"
+            constraints = ["=r"] * words + ["l"]
+        else:
+            args = [predicate, b.ptrtoint(p, I64)] + self._as_words(fallback, words)
+            text = " ".join(f"mov.b32 ${i}, ${words + 2 + i};" for i in range(words))
+            text += f" @${words} ld.global{hints}{vector}.b32 {target}, [${words + 1}];"
+            constraints = ["=&r"] * words + ["b", "l"] + ["r"] * words
+        result = b.asm(ir.FunctionType(returned, [a.type for a in args]), text, ",".join(constraints), args,
+                       side_effect=True)
         if words == 1:
             return b.bitcast(result, ty)
         vector = ir.Constant(ir.VectorType(I32, words), None)
@@ -573,16 +598,19 @@ class Codegen:
         bits = b.bitcast(value, I32 if words == 1 else ir.VectorType(I32, words))
         return [bits] if words == 1 else [b.extract_element(bits, ir.Constant(I32, i)) for i in range(words)]
 
-    def _predicated_store(self, predicate: ir.Value, p: ir.Value, value: ir.Value) -> bool:
-        """``value`` (4, 8 or 16 bytes of numbers) written to ``p`` where ``predicate`` holds, as one
-        predicated PTX store (see ``_predicated_load``); False, writing nothing, for other sizes."""
+    def _predicated_store(self, predicate: Optional[ir.Value], p: ir.Value, value: ir.Value, hints: str = "") -> bool:
+        """``value`` (4, 8 or 16 bytes of numbers) written to ``p`` where ``predicate`` holds (always
+        when it is None), as one predicated PTX store with the qualifiers ``hints`` (see
+        ``_predicated_load``); False, writing nothing, for other sizes."""
         words = _words(value.type)
         if not words:
             return False
         b = self.b
         parts = self._as_words(value, words)
         source = "$2" if words == 1 else "{" + ", ".join(f"${i + 2}" for i in range(words)) + "}"
-        text = f"@$0 st.global{f'.v{words}' if words > 1 else ''}.b32 [$1], {source};"
+        text = f"@$0 st.global{hints}{f'.v{words}' if words > 1 else ''}.b32 [$1], {source};"
+        if predicate is None:
+            predicate = ir.Constant(I1, 1)
         args = [predicate, b.ptrtoint(p, I64)] + parts
         b.asm(ir.FunctionType(VOID, [a.type for a in args]), text, ",".join(["b", "l"] + ["r"] * words), args,
               side_effect=True)
@@ -637,6 +665,7 @@ class Codegen:
         pointers = self.regs(pointer, layout)
         masks = self.regs(mask, layout) if mask is not None else None
         others = self.regs(other, layout) if other is not None else None
+        hints = cache_hints(op, LOAD_CACHE_OPERATORS)
         out = [None] * layout.num_regs
         for first, group in self._vector_groups(layout):
             vec = 1 if volatile or self.checks else self._mask_vec(mask, layout,
@@ -651,8 +680,8 @@ class Codegen:
 
                     fallback = others[start] if others is not None else constant(dtype, 0)
                     value = None
-                    if predicate is not None and not volatile:
-                        value = self._predicated_load(predicate, p, mem, self._to_memory(fallback, dtype))
+                    if (predicate is not None or hints) and not volatile:
+                        value = self._predicated_load(predicate, p, mem, self._to_memory(fallback, dtype), hints)
                     out[start] = self._guarded(predicate, read, fallback) if value is None else value
                     continue
                 vector_ty = ir.VectorType(mem, vec)
@@ -666,8 +695,8 @@ class Codegen:
                     fallback = ir.Constant(vector_ty, None) if predicate is None else self._vector_of(
                         [self._to_memory(constant(dtype, 0), dtype)] * vec, vector_ty)
                 vector = None
-                if predicate is not None and not volatile:
-                    vector = self._predicated_load(predicate, p, vector_ty, fallback)
+                if (predicate is not None or hints) and not volatile:
+                    vector = self._predicated_load(predicate, p, vector_ty, fallback, hints)
                 if vector is None:
                     vector = self._guarded(predicate, read_vector, fallback)
                 for i in range(vec):
@@ -715,6 +744,7 @@ class Codegen:
         values = self.regs(value, layout) if _is_block(value) else [self.scalar(value)] * layout.num_regs
         masks = self.regs(mask, layout) if mask is not None else None
         owner = self.owner(layout)
+        hints = cache_hints(op, STORE_CACHE_OPERATORS)
         for first, group in self._vector_groups(layout):
             vec = 1 if self.checks else self._mask_vec(mask, layout, self._group_vec(pointer, layout, group))
             for start in range(first, first + group, vec):
@@ -723,12 +753,12 @@ class Codegen:
                 p = self.global_pointer(pointers[start])
                 if vec == 1:
                     v = self._to_memory(values[start], dtype)
-                    if predicate is None or not self._predicated_store(predicate, p, v):
+                    if (predicate is None and not hints) or not self._predicated_store(predicate, p, v, hints):
                         self._guarded(predicate, lambda p=p, v=v: b.store(v, p, align=item_size(dtype)) and None)
                     continue
                 vector_ty = ir.VectorType(memory_type(dtype), vec)
                 vector = self._vector_of([self._to_memory(values[start + i], dtype) for i in range(vec)], vector_ty)
-                if predicate is None or not self._predicated_store(predicate, p, vector):
+                if (predicate is None and not hints) or not self._predicated_store(predicate, p, vector, hints):
                     self._guarded(predicate,
                                   lambda p=p, vector=vector: b.store(vector, p, align=vec * item_size(dtype)) and None)
 
@@ -783,6 +813,7 @@ class Codegen:
         pointers = self.regs(pointer, layout)
         masks = self.regs(mask, layout) if mask is not None else None
         owner = self.owner(layout)
+        hints = cache_hints(op, STORE_CACHE_OPERATORS)
         for v in op.operands[1:]:
             self.regs(v, layout)  # computed here, where every guarded block below sees them
         olds = []
@@ -1518,6 +1549,7 @@ class Codegen:
         values = self.regs(value, layout)
         masks = self.regs(mask, layout) if mask is not None else None
         owner = self.owner(layout)
+        hints = cache_hints(op, STORE_CACHE_OPERATORS)
         self.reserve(bins * 4)
         self.barrier()
         self.counted_loop(self.tid, ir.Constant(I32, bins), self.threads,
