@@ -151,6 +151,16 @@ def test_a_warp_level_with_several_live_registers_shares_the_combining_out():
     assert ptx.count("max.f32") == 12 + 7 + 4 * 5 + 3 and ptx.count("shfl.sync.bfly.b32") == 2 * 4 * 5
 
 
+@pytest.mark.parametrize("num_warps", [4, 32])
+def test_the_ptx_states_the_programs_thread_count(num_warps):
+    # .reqntid, as Triton's PTX: ptxas then keeps to the registers that many threads can have (a
+    # 64K-element row softmax with 32 warps took 96 registers per thread without it, and a launch of
+    # 1024 such threads failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+    signature = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "stride": "i32:16", "n": "i32:16", "BLOCK": "constexpr"}
+    ptx = compile_for(_softmax, signature, {"BLOCK": 65536 if num_warps == 32 else 1024}, num_warps=num_warps).asm["ptx"]
+    assert re.search(rf"\.reqntid {32 * num_warps}\b", ptx)
+
+
 def test_shared_memory_addresses_are_32_bit():
     # as Triton's: one register per shared address instead of two (64-bit ones took the cross-entropy
     # kernel from 32 to 40 registers per thread, 6 programs of 256 threads per SM instead of 8)
@@ -508,3 +518,75 @@ def test_unhinted_unmasked_accesses_stay_llvm_loads_and_stores():
                  "STORE": "constexpr", "EVICT": "constexpr"}
     ptx = body(compile_for(_hinted_copy, signature, {"BLOCK": 1024, "LOAD": "", "STORE": "", "EVICT": ""}))
     assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx and "::" not in ptx
+
+
+# inline asm: the asm itself ---------------------------------------------------------------------------
+@triton.jit
+def _asm_tanh(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [tl.load(x_ptr + offs)], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    tl.store(out_ptr + offs, y)
+
+
+@triton.jit
+def _asm_bytes_and_floats(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
+    # four uint8 in one register beside four fp32 registers; two results of four registers each
+    offs = tl.arange(0, BLOCK)
+    c, d = tl.inline_asm_elementwise(
+        """
+        {
+            .reg .b8 byte<4>;
+            mov.b32 {byte0, byte1, byte2, byte3}, $8;
+            cvt.u32.u8 $0, byte0;
+            cvt.u32.u8 $1, byte1;
+            cvt.u32.u8 $2, byte2;
+            cvt.u32.u8 $3, byte3;
+        }
+        cvt.rn.f32.s32 $4, $0;
+        cvt.rn.f32.s32 $5, $1;
+        cvt.rn.f32.s32 $6, $2;
+        cvt.rn.f32.s32 $7, $3;
+        max.f32 $4, $4, $9;
+        max.f32 $5, $5, $10;
+        max.f32 $6, $6, $11;
+        max.f32 $7, $7, $12;
+        """,
+        "=r,=r,=r,=r,=r,=r,=r,=r,r,r,r,r,r", [tl.load(a_ptr + offs), tl.load(b_ptr + offs)],
+        dtype=(tl.int32, tl.float32), is_pure=True, pack=4)
+    tl.store(c_ptr + offs, c)
+    tl.store(d_ptr + offs, d)
+
+
+@triton.jit
+def _asm_half2(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr, PACK: tl.constexpr, CONSTRAINTS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = tl.inline_asm_elementwise("add.rn.f16x2 $0, $1, $2;", CONSTRAINTS,
+                                  [tl.load(a_ptr + offs), tl.load(b_ptr + offs)], dtype=tl.float16, is_pure=True,
+                                  pack=PACK)
+    tl.store(out_ptr + offs, y)
+
+
+def test_inline_asm_is_the_asm_itself():
+    ptx = body(compile_for(_asm_tanh, {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "BLOCK": "constexpr"},
+                           {"BLOCK": 1024}))
+    assert ptx.count("tanh.approx.f32") == 1024 // (32 * 4)  # one per register of a thread
+    assert "ex2" not in ptx  # not the emulation (libdevice's tanh)
+
+
+def test_inline_asm_packs_narrow_elements_into_32_bit_registers():
+    signature = {"a_ptr": "*u8:16", "b_ptr": "*fp32:16", "c_ptr": "*i32:16", "d_ptr": "*fp32:16", "BLOCK": "constexpr"}
+    ptx = body(compile_for(_asm_bytes_and_floats, signature, {"BLOCK": 512}))
+    assert ptx.count("cvt.u32.u8") == 4 * 512 // 128 and ptx.count("max.f32") == 4 * 512 // 128
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "out_ptr": "*fp16:16", "BLOCK": "constexpr",
+                 "PACK": "constexpr", "CONSTRAINTS": "constexpr"}
+    ptx = body(compile_for(_asm_half2, signature, {"BLOCK": 1024, "PACK": 2, "CONSTRAINTS": "=r,r,r"}))
+    assert ptx.count("add.rn.f16x2") == 1024 // 128 // 2  # two fp16 in each 32-bit register
+
+
+def test_inline_asm_constraints_must_match_the_registers():
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "out_ptr": "*fp16:16", "BLOCK": "constexpr",
+                 "PACK": "constexpr", "CONSTRAINTS": "constexpr"}
+    with pytest.raises(triton.CompilationError) as info:
+        compile_for(_asm_half2, signature, {"BLOCK": 1024, "PACK": 2, "CONSTRAINTS": "=r,r,r,r"})
+    assert "give 1 outputs and 3 inputs" in str(info.value) and "tl.inline_asm_elementwise(" in str(info.value)

@@ -287,3 +287,33 @@ def test_hinted_loads_and_stores_copy_exactly(load, store, evict, n):
     out = torch.full_like(x, float("nan"))
     _hinted_copy[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024, LOAD=load, STORE=store, EVICT=evict)
     assert torch.equal(out, x)
+
+
+@needs_gpu
+def test_inline_asm_runs_the_asm_itself():
+    from test_cuda_ptx import _asm_bytes_and_floats, _asm_half2, _asm_tanh
+
+    x = torch.randn(1024, device="cuda") * 3
+    out = torch.empty_like(x)
+    _asm_tanh[(1,)](x, out, BLOCK=1024)
+    exact = torch.tanh(x.double())
+    # PTX ISA: tanh.approx.f32's maximum relative error is 2^-10.987
+    assert ((out.double() - exact).abs() <= 2.0 ** -10.987 * exact.abs() + 1e-45).all()
+    a = torch.randint(0, 256, (512,), device="cuda", dtype=torch.uint8)
+    b = torch.randn(512, device="cuda") * 200
+    c, d = torch.empty(512, device="cuda", dtype=torch.int32), torch.empty(512, device="cuda")
+    _asm_bytes_and_floats[(1,)](a, b, c, d, BLOCK=512)
+    assert torch.equal(c, a.to(torch.int32)) and torch.equal(d, torch.maximum(a.float(), b))
+    h1, h2 = torch.randn(1024, device="cuda").half(), torch.randn(1024, device="cuda").half()
+    h = torch.empty_like(h1)
+    _asm_half2[(1,)](h1, h2, h, BLOCK=1024, PACK=2, CONSTRAINTS="=r,r,r")
+    assert torch.equal(h, h1 + h2)
+
+
+@needs_gpu
+def test_a_program_of_1024_threads_with_many_registers_launches():
+    # 64 elements per thread: without .reqntid ptxas gave it 96 registers, more than 1024 threads have
+    x = torch.randn(4, 65536, device="cuda")
+    out = torch.empty_like(x)
+    _softmax_kernel[(4,)](x, out, x.stride(0), 65536, BLOCK=65536, num_warps=32)
+    torch.testing.assert_close(out, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-9)

@@ -603,24 +603,6 @@ def test_fdiv_keeps_fp16_and_rejects_integers():
 
 
 # ------------------------------------------------------------------------------------------------
-# inline assembly
-# ------------------------------------------------------------------------------------------------
-@triton.jit
-def _asm_kernel(x_ptr, N: tl.constexpr):
-    r = tl.arange(0, N)
-    x = tl.load(x_ptr + r)
-    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
-    tl.store(x_ptr + r, y)
-
-
-def test_inline_asm_outside_the_emulated_table_is_a_clear_compile_error():
-    # the emulated instructions are tested in test_inline_asm.py
-    with pytest.raises(CompilationError, match="'mov.b32' is not in tritium's table") as info:
-        _asm_kernel[(1,)](np.zeros(8, np.int32), N=8)
-    assert "tl.inline_asm_elementwise(" in str(info.value)  # the caret points at the call
-
-
-# ------------------------------------------------------------------------------------------------
 # inside control flow that differs between programs
 # ------------------------------------------------------------------------------------------------
 @triton.jit

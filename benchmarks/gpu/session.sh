@@ -15,7 +15,7 @@ TRITON_DEFAULT_FP_FUSION=0 TRITIUM_BACKEND=cuda TRITIUM_TEST_BACKENDS=cuda timeo
   tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py tests/test_reductions_and_dot.py \
   tests/test_control_flow.py tests/test_early_return.py tests/test_break_continue.py tests/test_random.py \
   tests/test_device_print.py tests/test_cross_program.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
-  tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/ops > "$OUT/suite.log" 2>&1
+  tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/test_inline_asm.py tests/ops > "$OUT/suite.log" 2>&1
 echo "== launch overhead"; cat "$OUT/launch.txt" | tail -12
 echo "== cuda_vs_triton"; tail -13 "$OUT/bench.txt"
 echo "== CUDA-tensor and Triton-bits tests"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tensors.txt" | cut -c1-300 | tail -40

@@ -361,11 +361,30 @@ def swizzle2d(i, j, size_i, size_j, size_g):
 
 @builtin
 def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
-    """Inline PTX, one instruction of a table emulated with tl operations on every backend (see
-    ``language/inline_asm.py``); other asm is an error naming the instruction."""
-    from .inline_asm import emulate
-
-    return emulate(asm, constraints, list(unwrap(args)), dtype, is_pure, pack)
+    """Inline PTX applied to ``pack`` elements of the (broadcast) ``args`` at a time, one result per
+    dtype of ``dtype`` (a tuple of dtypes gives a tuple of results). The CUDA backend emits the asm;
+    the host backends run a table of PTX instructions emulated with tl operations
+    (``language/inline_asm.py``) and refuse other asm at its line."""
+    sem = _semantic()
+    asm, constraints, pack, is_pure = unwrap(asm), unwrap(constraints), unwrap(pack), unwrap(is_pure)
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise TypeError("inline_asm_elementwise takes the asm and its constraints as strings")
+    if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1:
+        raise ValueError(f"pack must be a positive constexpr integer, got {pack!r}")
+    dtype = unwrap(dtype)
+    dtypes = [unwrap(d) for d in dtype] if isinstance(dtype, (tuple, list)) else [dtype]
+    if not dtypes or not all(isinstance(d, T.dtype) for d in dtypes):
+        raise TypeError(f"inline_asm_elementwise needs one or more result dtypes, got {dtype!r}")
+    values = [sem.to_tensor(a) for a in unwrap(args)]
+    if not values:
+        raise ValueError("inline_asm_elementwise needs at least one argument")
+    values = sem._broadcast_all(values)
+    shape = T.shape_of(values[0].type)
+    types = [T.block_type(d, shape) if shape else d for d in dtypes]
+    op = sem._create("inline_asm", values, types,
+                     {"asm": asm, "constraints": constraints, "pack": pack, "pure": bool(is_pure)})
+    results = [tensor(r, ty) for r, ty in zip(op.results, types)]
+    return tuple(results) if isinstance(dtype, (tuple, list)) else results[0]
 
 
 # reductions ---------------------------------------------------------------------------------------

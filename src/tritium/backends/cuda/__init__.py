@@ -53,6 +53,7 @@ class CUDABackend(Backend):
     # how the suite, whose tensors live on the CPU, runs on a GPU.
     staged_devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "ptx", "cubin")
+    skipped_passes = ("lower_inline_asm",)  # it emits the asm itself
     cached_stages = ("llir", "ptx", "cubin")
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",

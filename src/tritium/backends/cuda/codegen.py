@@ -21,11 +21,13 @@ from ...compiler.analysis.effects import spins_on_memory
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
+from ...errors import CompilationError
 from ..llvm import atomics, casts
 from ..llvm import combine as combining
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I1, I8, I32, I64, PTR, VOID, constant, item_size, memory_type, register_type
 from .. import reports
+from . import inline_asm as asm
 from . import layouts as L
 from . import math as gpu_math
 
@@ -86,6 +88,11 @@ def cache_hints(op: Operation, operators: dict) -> str:
     eviction_policy ("" for neither)."""
     operator = operators.get(op.attrs.get("cache_modifier") or "", "")
     return operator or EVICTION_PRIORITIES.get(op.attrs.get("eviction_policy") or "", "")
+
+
+def _repeat(plans) -> list:
+    """Each inline-asm operand plan once per register it takes."""
+    return [plan for plan in plans for _ in range(plan.registers)]
 
 
 def _shared_sizes(dtypes) -> list:
@@ -172,6 +179,10 @@ class Codegen:
         kernel_ty = ir.FunctionType(VOID, params)
         kernel = ir.Function(self.module, kernel_ty, fn.name)
         kernel.calling_convention = "ptx_kernel"
+        # .reqntid: the program's thread count, as Triton's PTX states it, so ptxas keeps to the
+        # registers that many threads can have (64 each at 1024 threads) instead of failing the launch
+        self.module.add_named_metadata("nvvm.annotations", [kernel, "reqntidx",
+                                                            ir.Constant(I32, 32 * self.num_warps)])
         self.function = kernel
         entry = kernel.append_basic_block("entry")
         body = kernel.append_basic_block("body")
@@ -1396,6 +1407,58 @@ class Codegen:
         per_reg = [lanes.lower_op(self.b, op, [ops[r] for ops in operands]) for r in range(n)]
         for k, result in enumerate(op.results):
             self.dist[result.id] = (layout, [per_reg[r][k] for r in range(n)])
+
+    def lower_inline_asm(self, op: Operation) -> None:
+        """The asm itself, once per group of ``pack`` elements of a thread's registers (see
+        ``inline_asm.py``)."""
+        b = self.b
+        pack = op.attrs["pack"]
+        if any(v.type.scalar.is_bool() or v.type.scalar.is_ptr() for v in list(op.operands) + op.results):
+            raise UnsupportedOp("inline asm on booleans or pointers")
+        blocks = [o for o in op.operands if _is_block(o)]
+        layout = None
+        if blocks:
+            layout = next((self.layout_of(o) for o in blocks if self.layout_of(o) is not None), None)
+            layout = layout or self.default_layout(_shape(op.results[0].type))
+        n = layout.num_regs if layout is not None else 1
+        operands = [self.regs(o, layout) if _is_block(o) else [self.scalar(o)] * n for o in op.operands]
+        in_plans = [asm.operand_plan(o.type.scalar.primitive_bitwidth, pack) for o in op.operands]
+        out_plans = [asm.operand_plan(r.type.scalar.primitive_bitwidth, pack) for r in op.results]
+        outputs, inputs, _ = asm.split_constraints(op.attrs["constraints"])
+        wanted_out, wanted_in = sum(p.registers for p in out_plans), sum(p.registers for p in in_plans)
+        if len(outputs) != wanted_out or len(inputs) != wanted_in:
+            raise CompilationError(
+                op.loc, f"inline asm constraints {op.attrs['constraints']!r} give {len(outputs)} outputs and "
+                        f"{len(inputs)} inputs; with pack={pack} these results and arguments take {wanted_out} "
+                        f"output and {wanted_in} input registers",
+                "one constraint per register: elements narrower than 32 bits are packed into 32-bit registers")
+        out_types = [asm.register_type(c, p.width) for p, c in zip(_repeat(out_plans), outputs)]
+        in_types = [asm.register_type(c, p.width) for p, c in zip(_repeat(in_plans), inputs)]
+        returned = out_types[0] if len(out_types) == 1 else ir.LiteralStructType(out_types)
+        function_type = ir.FunctionType(returned, in_types)
+        results = [[None] * n for _ in op.results]
+        for first in range(0, n, pack):
+            group = [min(first + k, n - 1) for k in range(pack)]  # a short last group repeats its last element
+            args, at = [], 0
+            for values, plan in zip(operands, in_plans):
+                args += asm.pack_registers(b, [values[r] for r in group], plan, in_types[at:at + plan.registers])
+                at += plan.registers
+            call = b.asm(function_type, op.attrs["asm"], op.attrs["constraints"], args,
+                         side_effect=not op.attrs["pure"])
+            registers = [call] if len(out_types) == 1 else [b.extract_value(call, i) for i in range(len(out_types))]
+            at = 0
+            for k, (result, plan) in enumerate(zip(op.results, out_plans)):
+                values = asm.unpack_registers(b, registers[at:at + plan.registers], plan,
+                                              register_type(result.type.scalar))
+                at += plan.registers
+                for position, value in enumerate(values[:pack]):
+                    if first + position < n:  # not a repeat
+                        results[k][first + position] = value
+        for result, values in zip(op.results, results):
+            if layout is None:
+                self.scalars[result.id] = values[0]
+            else:
+                self.dist[result.id] = (layout, values)
 
     # shape ops through shared memory ------------------------------------------------------------------
     def _through_shared(self, op: Operation, sources, index_of) -> None:

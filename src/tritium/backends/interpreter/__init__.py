@@ -63,6 +63,7 @@ class InterpreterBackend(Backend):
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
+        "inline_asm": "the compiler's lower_inline_asm pass turns it into the tl ops that emulate its instruction",
     }
 
     def lowered_opcodes(self) -> frozenset[str]:

@@ -261,6 +261,17 @@ _op("libdevice", (_many("args"),), [Attr("fn", "str"), Attr("symbol", "str")], "
     semantics="The libdevice function `fn` (CUDA's __nv_<symbol>) elementwise; see docs/language.md for each one's "
               "accuracy. Operands share one shape; the result's element type is the signature's.")
 
+_op("inline_asm", (_many("args"),), [Attr("asm", "str"), Attr("constraints", "str"), Attr("pack", "int"),
+                                     Attr("pure", "bool")],
+    "inline_asm", effects=(READS, WRITES),
+    semantics="tl.inline_asm_elementwise: the PTX `asm` applied to `pack` elements of the operands at a time "
+              "(operands share one shape; elements narrower than 32 bits packed into 32-bit registers, "
+              "element 0 in the low bits), one result per dtype; $0.. name the results' registers, then "
+              "the operands'; `constraints` are LLVM's. A GPU backend emits the asm; the host backends "
+              "rewrite it first into the emulated instructions of language/inline_asm.py (the "
+              "lower_inline_asm pass), and refuse other asm at its line. Its effects are unknown, so "
+              "passes neither remove, merge nor move it.")
+
 # memory --------------------------------------------------------------------------------------------
 _CACHE = ("", ".ca", ".cg", ".cs", ".cv", ".wb", ".wt", ".lu")
 _EVICT = ("", "evict_normal", "evict_first", "evict_last", "evict_unchanged", "no_allocate")

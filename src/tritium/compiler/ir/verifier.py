@@ -321,6 +321,16 @@ def _rule_dot(op):
     return None
 
 
+def _rule_inline_asm(op):
+    shapes = {T.shape_of(v.type) for v in op.operands}
+    if len(shapes) > 1:
+        return f"operands of shapes {sorted(shapes)}: they must share one"
+    shape = shapes.pop() if shapes else ()
+    if not op.results or any(T.shape_of(r.type) != shape for r in op.results):
+        return f"results {[r.type for r in op.results]}: one or more, of the operands' shape {shape}"
+    return None
+
+
 def _rule_philox(op):
     if len(op.results) != 4 or any(r.type != op.operands[0].type for r in op.results):
         return "philox gives four results of the counter's type"
@@ -384,10 +394,11 @@ RESULT_RULES: dict[str, Callable[[Operation], Optional[str]]] = {
     "cmp": _rule_cmp, "select": _rule_select, "addptr": _rule_addptr, "libdevice": _rule_libdevice,
     "load": _rule_load, "store": _rule_store, "tile_load": _rule_tile_load, "tile_store": _rule_tile_store, "atomic": _rule_atomic, "atomic_cas": _rule_atomic_cas,
     "reduce": _rule_reduce, "scan": _rule_scan, "dot": _rule_dot, "philox": _rule_philox, "if": _rule_if,
+    "inline_asm": _rule_inline_asm,
     "for": _rule_for, "while": _rule_while,
 }
 # Rules that need exactly one result before they run.
-_ONE_RESULT = frozenset(RESULT_RULES) - {"none", "reduce", "scan", "split", "philox", "if", "for", "while",
+_ONE_RESULT = frozenset(RESULT_RULES) - {"none", "reduce", "scan", "split", "philox", "inline_asm", "if", "for", "while",
                                          "tile_store"}
 
 

@@ -22,6 +22,7 @@ from .constant_fold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .licm import hoist_loop_invariants
+from .lower_inline_asm import lower_inline_asm
 from .lower_tile_access import lower_tile_access
 
 
@@ -32,8 +33,9 @@ class Pass:
 
 
 # The order, and why:
-# - lower_tile_access first: block-pointer and descriptor tiles become ordinary address arithmetic,
-#   which the passes after it simplify like any other;
+# - lower_tile_access and lower_inline_asm first: block-pointer and descriptor tiles become ordinary
+#   address arithmetic, and inline asm the tl ops that emulate it (for the backends without a PTX
+#   assembler), which the passes after them simplify like any other;
 # - fold_constants before canonicalize: the frontend gives a Python number its type with a cast of a
 #   constant (``x * 1`` on fp16 multiplies by ``cast(1.0)``), so identities are visible only once
 #   those casts are folded;
@@ -47,6 +49,7 @@ class Pass:
 # it on the kernels of tritium.ops).
 PIPELINE: tuple[Pass, ...] = (
     Pass("lower_tile_access", lower_tile_access),
+    Pass("lower_inline_asm", lower_inline_asm),
     Pass("fold_constants", fold_constants),
     Pass("canonicalize", canonicalize),
     Pass("licm", hoist_loop_invariants),
