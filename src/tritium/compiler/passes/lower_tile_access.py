@@ -17,8 +17,9 @@ from typing import Optional
 from ...language.core import tensor
 from ..ir import types as T
 from ..ir.builder import Builder
-from ..ir.ops import Function, Operation, Region, Value
+from ..ir.ops import Function, Operation, Value
 from ..semantics import Semantic
+from .rewriting import expand_ops
 
 _INT32_END = 2 ** 31
 
@@ -87,54 +88,27 @@ def _checked_dims(op: Operation) -> tuple[int, ...]:
     return tuple(range(rank)) if op.attrs["source"] == "descriptor" else tuple(op.attrs["boundary_check"])
 
 
-class _Rewriter:
-    """Walks the function in program order, replacing each tile access by its lowering; uses of a
-    ``tile_load``'s result (later in the region or nested in later ops) take the new load's."""
-
-    def __init__(self, sem: Semantic, builder: Builder):
-        self.sem, self.builder = sem, builder
-        self.replacements: dict[int, Value] = {}
-
-    def region(self, region: Region) -> bool:
-        changed = False
-        rewritten: list[Operation] = []
-        for op in region.ops:
-            op.operands = [self.replacements.get(v.id, v) for v in op.operands]
-            for nested in op.regions:
-                changed |= self.region(nested)
-            if op.opcode not in ("tile_load", "tile_store"):
-                rewritten.append(op)
-                continue
-            scratch = Region()
-            self.builder.loc = op.loc
-            with self.builder.insert_into(scratch):
-                self.lower(op)
-            rewritten.extend(scratch.ops)
-            changed = True
-        region.ops = rewritten
-        return changed
-
-    def lower(self, op: Operation) -> None:
-        sem = self.sem
-        block_shape = tuple(op.attrs["block_shape"])
-        rank = len(block_shape)
-        base = tensor(op.operand("base"), op.operand("base").type)
-        layout = op.operands[2 if op.opcode == "tile_store" else 1:]
-        shape, strides, offsets = ([_part(v) for v in layout[i * rank:(i + 1) * rank]] for i in range(3))
-        pointers, mask = tile_addresses(sem, base, shape, strides, offsets, block_shape, _checked_dims(op))
-        hints = {"cache_modifier": op.attrs["cache_modifier"], "eviction_policy": op.attrs["eviction_policy"]}
-        if op.opcode == "tile_store":
-            value = op.operand("value")
-            sem.store(pointers, tensor(value, value.type), mask, **hints)
-            return
-        other = None
-        if mask is not None:
-            other = float("nan") if op.attrs["padding"] == "nan" else 0
-        self.replacements[op.result.id] = sem.load(pointers, mask, other, **hints).handle
+def _lowered(sem: Semantic, op: Operation) -> list[Value]:
+    """The address arithmetic, mask and load or store of a tile access; a load's new value."""
+    block_shape = tuple(op.attrs["block_shape"])
+    rank = len(block_shape)
+    base = tensor(op.operand("base"), op.operand("base").type)
+    layout = op.operands[2 if op.opcode == "tile_store" else 1:]
+    shape, strides, offsets = ([_part(v) for v in layout[i * rank:(i + 1) * rank]] for i in range(3))
+    pointers, mask = tile_addresses(sem, base, shape, strides, offsets, block_shape, _checked_dims(op))
+    hints = {"cache_modifier": op.attrs["cache_modifier"], "eviction_policy": op.attrs["eviction_policy"]}
+    if op.opcode == "tile_store":
+        value = op.operand("value")
+        sem.store(pointers, tensor(value, value.type), mask, **hints)
+        return []
+    other = None
+    if mask is not None:
+        other = float("nan") if op.attrs["padding"] == "nan" else 0
+    return [sem.load(pointers, mask, other, **hints).handle]
 
 
 def lower_tile_access(fn: Function) -> bool:
     """Rewrites every tile access of ``fn`` in place; returns whether anything changed."""
     builder = Builder()
     with Semantic(builder) as sem:
-        return _Rewriter(sem, builder).region(fn.body)
+        return expand_ops(fn, ("tile_load", "tile_store"), lambda op: _lowered(sem, op), builder)

@@ -75,3 +75,36 @@ def become(op: Operation, opcode: str, operands, attrs=None) -> None:
     op.operand_names = SPEC[opcode].operand_names(len(op.operands))
     op.attrs = with_defaults(opcode, attrs)
     op.regions = []
+
+
+def expand_ops(fn, opcodes, lower, builder) -> bool:
+    """Replaces every op of ``fn`` whose opcode is in ``opcodes`` by the ops ``lower(op)`` creates
+    through ``builder`` (inserted where the op was, at its source location); ``lower`` returns the
+    values that take the place of the op's results, in order (none for an op without results).
+    Walks in program order, so later uses (nested ones included) read the new values. Returns
+    whether anything changed."""
+    from ..ir.ops import Region
+
+    replacements = Replacements()
+
+    def walk(region) -> bool:
+        changed = False
+        rewritten: list[Operation] = []
+        for op in region.ops:
+            replacements.apply(op)
+            for nested in op.regions:
+                changed |= walk(nested)
+            if op.opcode not in opcodes:
+                rewritten.append(op)
+                continue
+            scratch = Region()
+            builder.loc = op.loc
+            with builder.insert_into(scratch):
+                for old, new in zip(op.results, lower(op)):
+                    replacements.replace(old, new)
+            rewritten.extend(scratch.ops)
+            changed = True
+        region.ops = rewritten
+        return changed
+
+    return walk(fn.body)
