@@ -467,3 +467,46 @@ def test_a_thread_count_that_is_not_a_number_is_refused(monkeypatch):
 
     with pytest.raises(SettingError, match="TRITIUM_NUM_THREADS=.many.: give a number of threads"):
         _scale[(1 << 12,)](x, np.zeros_like(x), 1 << 20, B=256)
+
+
+# values used twice inside one store's computation ----------------------------------------------------
+@triton.jit
+def _reused_in_one_store(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    t = x * 0.5 + 1.0  # used twice below, like x: neither needs a buffer
+    tl.store(out_ptr + offs, x * t - t * t * x, mask=m)
+
+
+@pytest.mark.parametrize("distance", [None, 0, 1, 40, -3])
+def test_a_load_used_twice_by_one_store_reads_memory_as_it_was_before_the_store(distance):
+    # x is read lane by lane inside the store's loop; where the store writes what a later lane reads
+    # (out `distance` elements after x in one array), every lane must still see memory as it was
+    # before the store. One program: across programs such a kernel races (on a GPU too)
+    n = 1000
+    start = np.random.default_rng(7).standard_normal(n + 64).astype(np.float32)
+
+    results = {}
+    for name in ("interpreter", "cpu"):
+        import os
+
+        memory = start.copy()
+        out = np.zeros(n, np.float32) if distance is None else memory[8 + distance:8 + distance + n]
+        os.environ["TRITIUM_BACKEND"] = name
+        try:
+            _reused_in_one_store[(1,)](memory[8:8 + n], out, n, BLOCK=1024)
+        finally:
+            os.environ.pop("TRITIUM_BACKEND", None)
+        results[name] = [memory, out.copy()]
+    _assert_same_bits(results["interpreter"], results["cpu"])
+    x = start[8:8 + n].astype(np.float64)
+    t = x * 0.5 + 1.0
+    np.testing.assert_allclose(results["cpu"][1], x * t - t * t * x, rtol=1e-5, atol=1e-6)
+
+
+def test_a_load_used_twice_by_one_store_is_read_in_the_stores_loop(monkeypatch):
+    # one pass over memory for x * x (no buffer filled first), as for a load used once
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    llir = _reused_in_one_store.stages("*fp32:16,*fp32:16,i32:16", BLOCK=1024)["llir"]
+    assert '"store_fused' in llir

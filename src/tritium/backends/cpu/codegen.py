@@ -6,7 +6,8 @@ that consumes it (index arithmetic, splats, broadcasts, elementwise chains) -- o
 *buffer*: a 64-byte aligned stack array, row-major (or a strided view of one), written where the
 value is defined. Loads, reductions, scans, dot, atomics, loop-carried and ``if`` results are
 buffers; a lazy value used twice that is not index arithmetic becomes one too, so it is computed
-once. Every loop over a block is a plain counted loop over its dimensions, the last innermost;
+once, unless every use is in the value one store writes: then each lane computes it once in the
+store's loop, and a load among such values is read there too (one pass over memory). Every loop over a block is a plain counted loop over its dimensions, the last innermost;
 LLVM's loop vectorizer turns it into native-width vector code.
 
 Memory accesses: the axis analysis's contiguity of a pointer block along its last dimension
@@ -100,6 +101,7 @@ class Codegen:
         self.pointer_args, self.provenance = pointer_provenance(fn)
         self._count_uses(fn.body, depth=0, defined_depth={})
         self.deferrable: set[int] = set()  # loads read inside the loop of the store they feed
+        self.lane_local: set[int] = set()  # values computed lane by lane where the store that uses them is
         self.fused_into: dict[int, list] = {}  # id(store op) -> the load results it reads
         self._find_fusable_loads(fn.body)
 
@@ -117,10 +119,10 @@ class Codegen:
                 defined_depth[r.id] = depth
 
     def _find_fusable_loads(self, region: Region) -> None:
-        """Loads that a store can read in its own loop: block loads with one use, reaching the stored
-        value through elementwise ops of one use each, with nothing between the load and the store
+        """Loads that a store can read in its own loop: block loads all of whose uses are in the
+        stored value's computation (``_lane_chain``), with nothing between the load and the store
         that writes memory or synchronizes (the store's check decides at run time whether the bytes
-        may overlap)."""
+        may overlap); and the values of those computations, which need no buffer."""
         from ...compiler.ir.spec import has_effects
 
         pending: list[Operation] = []
@@ -129,12 +131,12 @@ class Codegen:
                 self._find_fusable_loads(inner)
             if op.opcode == "load":
                 result = op.results[0]
-                if (isinstance(result.type, T.block_type) and self.uses.get(result.id, 0) == 1
-                        and not op.attrs.get("volatile", False)):
+                if isinstance(result.type, T.block_type) and not op.attrs.get("volatile", False):
                     pending.append(op)
                 continue
-            if op.opcode == "store" and isinstance(op.operands[0].type, T.block_type) and pending:
-                reached = self._single_use_chain(op.operand("value"))
+            if op.opcode == "store" and isinstance(op.operands[0].type, T.block_type):
+                reached = self._lane_chain(op.operand("value"))
+                self.lane_local |= reached
                 fused = [load.results[0] for load in pending if load.results[0].id in reached]
                 for v in fused:
                     self.deferrable.add(v.id)
@@ -145,25 +147,40 @@ class Codegen:
             if has_effects(op):
                 pending = []
 
-    def _single_use_chain(self, value: Value) -> set[int]:
-        """Ids of the values ``value`` is computed from through lazily evaluated elementwise ops whose
-        results have one use (``value`` itself included)."""
-        reached = {value.id}
+    def _lane_chain(self, value: Value) -> set[int]:
+        """Ids of the values the stored ``value`` is computed from through lazily evaluated
+        elementwise ops, every use of which is inside that computation (``value`` itself included):
+        a lane of each is computed once, where that lane of ``value`` is, so none needs a buffer and
+        a load among them can be read inside the store's loop (``x * x`` reads ``x`` once per lane)."""
+        if self.uses.get(value.id, 0) != 1:  # also used elsewhere: computed (and buffered) where it is defined
+            return set()
+        operands: dict[int, list[int]] = {}  # id of a value in the computation -> its op's block operands
         stack = [value]
+        seen = {value.id}
         while stack:
             v = stack.pop()
             op = v.owner
             if op is None or op.opcode not in lanes.LOWER or op.opcode == "philox":
                 continue
+            operands[v.id] = [o.id for o in op.operands if isinstance(o.type, T.block_type)]
             for operand in op.operands:
-                if not isinstance(operand.type, T.block_type) or operand.id in reached:
-                    continue
-                if self.uses.get(operand.id, 0) != 1:
-                    continue
-                reached.add(operand.id)
-                if operand.owner is not None and operand.owner.opcode != "load":
-                    stack.append(operand)
-        return reached
+                if isinstance(operand.type, T.block_type) and operand.id not in seen:
+                    seen.add(operand.id)
+                    if operand.owner is not None and operand.owner.opcode != "load":
+                        stack.append(operand)
+        inside = {value.id}
+        grown = True
+        while grown:  # add the values all of whose uses are by values inside
+            grown = False
+            counts: dict[int, int] = {}
+            for vid in inside:
+                for operand in operands.get(vid, ()):
+                    counts[operand] = counts.get(operand, 0) + 1
+            for vid, count in counts.items():
+                if vid not in inside and count == self.uses.get(vid, 0):
+                    inside.add(vid)
+                    grown = True
+        return inside
 
     # module --------------------------------------------------------------------------------------
     def build(self) -> ir.Module:
@@ -286,7 +303,7 @@ class Codegen:
             self.scalars[r.id] = v
 
     def _needs_buffer(self, op: Operation) -> bool:
-        if op.opcode in _CHEAP:
+        if op.opcode in _CHEAP or op.results[0].id in self.lane_local:
             return False
         result = op.results[0]
         scalar = result.type.scalar
@@ -303,8 +320,6 @@ class Codegen:
         buffer = self.buffers.get(v.id)
         if buffer is not None:
             return self.load_buffer(buffer, idx)
-        if v.id in self.deferred:
-            return self._read_deferred(v, idx)
         advanced = self.advanced.get(v.id)
         if advanced is not None:  # a carried pointer block: its initial value plus an element offset
             init, offset = advanced
@@ -313,9 +328,9 @@ class Codegen:
                               source_etype=I8)
         key = (v.id, tuple(id(i) for i in idx))
         cached = self.memo.get(key)
-        if cached is not None:
+        if cached is not None:  # this lane, already computed (or read) in this loop body
             return cached
-        result = self._evaluate(v, idx)
+        result = self._read_deferred(v, idx) if v.id in self.deferred else self._evaluate(v, idx)
         self.memo[key] = result
         return result
 
