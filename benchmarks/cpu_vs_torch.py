@@ -7,7 +7,8 @@ The cases are those of ``interpreter_vs_triton.py`` (the kernels in ``kernels.py
 against Triton's API). In one process, for each case: the kernel on the CPU backend (one warm-up
 launch, which compiles, then the median of N launches), torch eager doing the same work, and with
 ``--interpreter`` the interpreter, with ``--checks-cost`` the kernels compiled without bounds
-checks (and the checks' cost: checked ms / unchecked ms - 1); every result is checked against
+checks (and the checks' cost: checked ms / unchecked ms - 1), with ``--compile-time`` the cold
+compile time of each case's kernels; every result is checked against
 torch within the case's stated tolerance. Printed: the times and the ratio torch ms / cpu ms (above 1: the compiled kernel is
 faster). The process exits non-zero when a result misses its tolerance.
 """
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -27,6 +30,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--interpreter", action="store_true", help="also time tritium's interpreter")
     parser.add_argument("--threads", type=int, default=0, help="TRITIUM_NUM_THREADS (0: the affinity's CPUs)")
+    parser.add_argument("--compile-time", action="store_true",
+                        help="also report each case's cold compile time: its first launch with every kernel "
+                             "forgotten and an empty disk cache, less a warm launch")
     parser.add_argument("--checks-cost", action="store_true",
                         help="also time the kernels compiled without bounds checks (TRITIUM_BOUNDS_CHECKS=0)")
     args = parser.parse_args(argv)
@@ -50,6 +56,9 @@ def main(argv=None) -> int:
         header += f"{'interp ms':>11}"
     if args.checks_cost:
         header += f"{'unchecked':>10}{'checks':>8}"
+    if args.compile_time:
+        header += f"{'compile ms':>11}"
+    compile_times = []
     print(header + "  check")
     failures = 0
     for name in names:
@@ -58,6 +67,15 @@ def main(argv=None) -> int:
         inputs = case.build()
         reference_ms, reference = bench.median_ms(lambda: case.reference(inputs), args.repeat)
         os.environ["TRITIUM_BACKEND"] = "cpu"
+        first_ms = None
+        if args.compile_time:
+            import tempfile
+
+            _forget_compiled()
+            os.environ["TRITIUM_CACHE_DIR"] = tempfile.mkdtemp(prefix="tritium-cold-")  # nothing on disk either
+            start = time.perf_counter()
+            case.launch(inputs)
+            first_ms = (time.perf_counter() - start) * 1e3
         cpu_ms, result = bench.median_ms(lambda: case.launch(inputs), args.repeat)
         error = (result.float() - reference.float()).abs().max().item()
         ok = error <= case.tolerance(reference.float())
@@ -73,9 +91,28 @@ def main(argv=None) -> int:
             unchecked_ms, _ = bench.median_ms(lambda: case.launch(inputs), args.repeat)
             _recompile(kernels, unchecked=False)
             line += f"{unchecked_ms:>10.2f}{cpu_ms / unchecked_ms - 1:>+8.0%}"
+        if first_ms is not None:
+            compile_times.append(first_ms - cpu_ms)
+            line += f"{first_ms - cpu_ms:>11.0f}"
         os.environ.pop("TRITIUM_BACKEND", None)
         print(line + f"  {'ok' if ok else 'FAILED'} (max err {error:.2e})", flush=True)
+    if compile_times:
+        print(f"cold compile, median over the cases: {statistics.median(compile_times):.0f} ms "
+              f"(a case's kernels compile at its first launch; the LLVM work runs in a forked child)")
     return 1 if failures else 0
+
+
+def _forget_compiled() -> None:
+    """Every compiled kernel of the benchmark's kernels and of tritium.ops forgotten, so the next
+    launch compiles (with the disk cache in an empty folder, nothing is found there either)."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "kernels" or name.startswith("tritium.ops")):
+            continue
+        for value in list(vars(module).values()):
+            for candidate in (value, getattr(value, "fn", None)):
+                cache = getattr(candidate, "cache", None)
+                if isinstance(cache, dict) and hasattr(candidate, "_fast"):
+                    cache.clear()
 
 
 def _library_cases(bench, kernels, torch) -> dict:
