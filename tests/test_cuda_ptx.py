@@ -590,3 +590,25 @@ def test_inline_asm_constraints_must_match_the_registers():
     with pytest.raises(triton.CompilationError) as info:
         compile_for(_asm_half2, signature, {"BLOCK": 1024, "PACK": 2, "CONSTRAINTS": "=r,r,r,r"})
     assert "give 1 outputs and 3 inputs" in str(info.value) and "tl.inline_asm_elementwise(" in str(info.value)
+
+
+def test_validation_runs_a_cuda_kernels_inline_asm_on_the_interpreters_emulation():
+    # TRITIUM_VALIDATE=interpreter re-runs a launch on the interpreter: the CUDA kernel's IR keeps its
+    # inline_asm op, so the reference gets the host's rewrite of it (and a clear error for other asm)
+    from tritium.backends import registry
+    from tritium.runtime import validate
+
+    compiled = compile_for(_asm_tanh, {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "BLOCK": "constexpr"},
+                           {"BLOCK": 128})
+    assert any(op.opcode == "inline_asm" for op in compiled.ir.walk())
+    reference = validate._reference_ir(compiled, "interpreter", registry.get("interpreter"))
+    assert not any(op.opcode == "inline_asm" for op in reference.walk())
+    assert any(op.opcode == "inline_asm" for op in compiled.ir.walk())  # the kernel's own IR untouched
+    registry.get("interpreter").compile(reference, registry.get("interpreter").parse_options({}), compiled.target)
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "out_ptr": "*fp16:16", "BLOCK": "constexpr",
+                 "PACK": "constexpr", "CONSTRAINTS": "constexpr"}
+    packed = compile_for(_asm_half2, signature, {"BLOCK": 256, "PACK": 2, "CONSTRAINTS": "=r,r,r"})
+    from tritium.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="not emulated"):
+        validate._reference_ir(packed, "interpreter", registry.get("interpreter"))

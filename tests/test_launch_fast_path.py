@@ -86,3 +86,19 @@ def test_compile_options_take_the_shortcut_and_keep_their_kernels_apart():
     assert torch.equal(out, torch.full((16,), 5.0))
     with pytest.raises(tritium.LaunchError, match="unexpected keyword"):
         fill[(1,)](out, 7.0, 16, num_warp=8)  # a misspelt option is still refused
+
+
+@tritium.jit
+def named_like_builtins(type, int, sorted, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(sorted + o, tl.load(type + o, mask=o < n) * int, mask=o < n)
+
+
+def test_parameters_named_like_builtins_take_the_shortcut():
+    # the generated binder calls builtins under names of its own, so these parameters shadow nothing
+    x, out = torch.arange(16.0), torch.zeros(16)
+    named_like_builtins.cache.clear()
+    for factor in (2, 3):
+        named_like_builtins[(1,)](x, factor, out, 16, BLOCK=16)
+        assert torch.equal(out, x * factor)
+    assert len(named_like_builtins._fast) == 1 and len(named_like_builtins.cache) == 1

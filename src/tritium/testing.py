@@ -83,9 +83,10 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
     return these quantiles of the times (a list, or one number for one quantile); otherwise
     ``return_mode`` picks the statistic: "mean" (default), "median", "min", "max" or "all" (the
     list of times). CPU calls are synchronous, so wall-clock time is the kernel's time; caches are
-    not flushed between calls. Once torch has started CUDA, each call is timed on the GPU instead,
-    as Triton times it: CUDA events around the call, and the L2 cache evicted before it (256 MB of
-    device memory zeroed). With ``TRITIUM_BENCH_QUICK=1`` there is no warm-up beyond the first
+    not flushed between calls. Where launches go to a GPU (the active driver is the CUDA one, and
+    torch has started CUDA), each call is timed on the GPU instead, as Triton times it: CUDA events
+    around the call, and the L2 cache evicted before it (256 MB of device memory zeroed); CPU work
+    on such a machine is timed by the clock with ``TRITIUM_BACKEND=cpu`` (or ``interpreter``). With ``TRITIUM_BENCH_QUICK=1`` there is no warm-up beyond the first
     call, the estimate's call counts as a sample, and a first call slower than ``rep`` is the only
     sample (compilation included), so a slow ``fn`` runs once.
     """
@@ -108,7 +109,7 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
         return (time.perf_counter() - start) * 1e3
 
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    if torch is not None and torch.cuda.is_initialized() and _gpu_is_active():
         timed_call = _gpu_timer(torch, fn, forget_grads)
 
     quick = config.bench_quick()
@@ -132,6 +133,14 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
         timed_call()
     times = [timed_call() for _ in range(max(1, int(rep / estimate)))]
     return _summarize(times, quantiles, return_mode)
+
+
+def _gpu_is_active() -> bool:
+    """Whether launches go to the GPU (``triton.runtime.driver.active`` is the CUDA driver; with
+    ``TRITIUM_BACKEND=cpu`` or ``interpreter`` it is the host's, and work is timed by the clock)."""
+    from .runtime.driver import driver
+
+    return getattr(driver.active, "backend", "") == "cuda"
 
 
 def _gpu_timer(torch, fn: Callable, before: Callable) -> Callable[[], float]:

@@ -34,25 +34,32 @@ def _never(*args, **kwargs):
     return None
 
 
+# the builtins the generated code uses, under names of its own: a parameter may be called `type` or `int`
+_BUILTINS = {f"{_PREFIX}{name}": value for name, value in
+             (("type", type), ("isinstance", isinstance), ("tuple", tuple), ("sorted", sorted), ("int", int),
+              ("float", float), ("bool", bool))}
+
+
 def _runtime_lines(name: str, specialize: bool) -> list[str]:
     """The statements that set ``_tritium_k_<name>``, the token of the run-time argument ``name``
     (``return None`` for a value the fast path does not take)."""
     token = f"{_PREFIX}k_{name}"
     if specialize:
-        integer = (f"(int, {name} == 1, {name} % 16 == 0, {name} >= 9223372036854775808, "
+        integer = (f"({_PREFIX}int, {name} == 1, {name} % 16 == 0, {name} >= 9223372036854775808, "
                    f"not -2147483648 <= {name} < 2147483648)")
     else:  # do_not_specialize: neither == 1 nor divisibility is part of the key
-        integer = f"(int, False, False, {name} >= 9223372036854775808, not -2147483648 <= {name} < 2147483648)"
+        integer = (f"({_PREFIX}int, False, False, {name} >= 9223372036854775808, "
+                   f"not -2147483648 <= {name} < 2147483648)")
     return [
-        f"    {_PREFIX}t = type({name})",
-        f"    if {_PREFIX}t is int:",
+        f"    {_PREFIX}t = {_PREFIX}type({name})",
+        f"    if {_PREFIX}t is {_PREFIX}int:",
         # the full path says such an integer fits no integer type
         f"        if not -9223372036854775808 <= {name} < 18446744073709551616:",
         "            return None",
         f"        {token} = {integer}",
-        f"    elif {_PREFIX}t is float or {_PREFIX}t is bool or {name} is None:",
+        f"    elif {_PREFIX}t is {_PREFIX}float or {_PREFIX}t is {_PREFIX}bool or {name} is None:",
         f"        {token} = {_PREFIX}t",
-        f"    elif isinstance({name}, {_PREFIX}tensor):",
+        f"    elif {_PREFIX}isinstance({name}, {_PREFIX}tensor):",
         # is_cuda first: a tensor's .device builds an object on every read
         f"        {token} = ({name}.dtype, {name}.data_ptr() % 16 == 0, "
         f"'cuda' if {name}.is_cuda else {name}.device.type)",
@@ -64,8 +71,8 @@ def _runtime_lines(name: str, specialize: bool) -> list[str]:
 def _constexpr_lines(name: str) -> list[str]:
     token = f"{_PREFIX}k_{name}"
     return [
-        f"    {_PREFIX}t = type({name})",
-        f"    if {_PREFIX}t not in {_PREFIX}plain and not isinstance({name}, {_PREFIX}dtype):",
+        f"    {_PREFIX}t = {_PREFIX}type({name})",
+        f"    if {_PREFIX}t not in {_PREFIX}plain and not {_PREFIX}isinstance({name}, {_PREFIX}dtype):",
         "        return None",
         f"    {token} = ({_PREFIX}t, {name})",
     ]
@@ -82,7 +89,7 @@ def make_binder(params, constexprs: frozenset, fast_options: frozenset) -> Calla
         return _never
     namespace = {f"{_PREFIX}tensor_type": _tensor_type, f"{_PREFIX}plain": PLAIN_CONSTANTS,
                  f"{_PREFIX}dtype": T.dtype, f"{_PREFIX}options": fast_options,
-                 f"{_PREFIX}settings": config.launch_settings}
+                 f"{_PREFIX}settings": config.launch_settings, **_BUILTINS}
     signature = []
     for p in params:
         if p.has_default:
@@ -98,9 +105,9 @@ def make_binder(params, constexprs: frozenset, fast_options: frozenset) -> Calla
     lines += [
         f"    if {_PREFIX}kw:",
         f"        for {_PREFIX}n, {_PREFIX}v in {_PREFIX}kw.items():",
-        f"            if {_PREFIX}n not in {_PREFIX}options or type({_PREFIX}v) not in {_PREFIX}plain:",
+        f"            if {_PREFIX}n not in {_PREFIX}options or {_PREFIX}type({_PREFIX}v) not in {_PREFIX}plain:",
         "                return None",
-        f"        {_PREFIX}extra = (tuple(sorted({_PREFIX}kw.items())),)",
+        f"        {_PREFIX}extra = ({_PREFIX}tuple({_PREFIX}sorted({_PREFIX}kw.items())),)",
         "    else:",
         f"        {_PREFIX}extra = ()",
         f"    {_PREFIX}s = {_PREFIX}settings()",

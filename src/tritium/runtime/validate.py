@@ -129,9 +129,31 @@ def _reference_executable(kernel, reference: str):
         backend = registry.get(reference)
         known = backend.options_class.names()
         options = backend.parse_options({k: v for k, v in kernel.options.as_dict().items() if k in known})
-        executable = backend.compile(kernel.ir, options, kernel.target)
+        executable = backend.compile(_reference_ir(kernel, reference, backend), options, kernel.target)
         _references[kernel.executable] = executable
     return executable
+
+
+def _reference_ir(kernel, reference: str, backend):
+    """``kernel.ir`` with the pipeline's passes that ``backend`` (the reference) runs but the kernel's
+    backend skipped: the CUDA backend keeps ``inline_asm``, which the host backends emulate."""
+    skipped = set(registry.get(kernel.backend).skipped_passes) - set(backend.skipped_passes)
+    if not skipped:
+        return kernel.ir
+    from ..compiler.ir.parser import parse_function
+    from ..compiler.ir.printer import print_function
+    from ..compiler.passes.manager import PIPELINE
+    from ..errors import CompilationError
+
+    fn = parse_function(print_function(kernel.ir))  # a copy: the kernel's own IR stays as it was compiled
+    for step in PIPELINE:
+        if step.name in skipped:
+            try:
+                step.run(fn)
+            except CompilationError as error:
+                raise ValidationError(f"TRITIUM_VALIDATE cannot run {kernel.name} on the {reference}: {error.error}") \
+                    from None
+    return fn
 
 
 def launch_and_compare(kernel, reference: str, grid3, arguments: list[KernelArgument], stream, debug: bool) -> None:
