@@ -86,8 +86,9 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
     not flushed between calls. Where launches go to a GPU (the active driver is the CUDA one, and
     torch has started CUDA), each call is timed on the GPU instead, as Triton times it: CUDA events
     around the call, and the L2 cache evicted before it (256 MB of device memory zeroed); CPU work
-    on such a machine is timed by the clock with ``TRITIUM_BACKEND=cpu`` (or ``interpreter``). With ``TRITIUM_BENCH_QUICK=1`` there is no warm-up beyond the first
-    call, the estimate's call counts as a sample, and a first call slower than ``rep`` is the only
+    on such a machine is timed by the clock with ``TRITIUM_BACKEND=cpu`` (or ``interpreter``).
+    With ``TRITIUM_BENCH_QUICK=1`` there is no warm-up beyond the first call, the estimate's call
+    counts as a sample, and a first call slower than ``rep`` is the only
     sample (compilation included), so a slow ``fn`` runs once.
     """
     if return_mode not in _RETURN_MODES:
@@ -109,8 +110,11 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
         return (time.perf_counter() - start) * 1e3
 
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized() and _gpu_is_active():
-        timed_call = _gpu_timer(torch, fn, forget_grads)
+    if torch is not None and torch.cuda.is_initialized():
+        from .runtime.driver import driver
+
+        if getattr(driver.active, "backend", "") == "cuda":  # launches go to the GPU
+            timed_call = _gpu_timer(torch, driver.active, fn, forget_grads)
 
     quick = config.bench_quick()
     first = timed_call()
@@ -135,25 +139,16 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
     return _summarize(times, quantiles, return_mode)
 
 
-def _gpu_is_active() -> bool:
-    """Whether launches go to the GPU (``triton.runtime.driver.active`` is the CUDA driver; with
-    ``TRITIUM_BACKEND=cpu`` or ``interpreter`` it is the host's, and work is timed by the clock)."""
-    from .runtime.driver import driver
-
-    return getattr(driver.active, "backend", "") == "cuda"
-
-
-def _gpu_timer(torch, fn: Callable, before: Callable) -> Callable[[], float]:
+def _gpu_timer(torch, gpu_driver, fn: Callable, before: Callable) -> Callable[[], float]:
     """A ``timed_call`` for work on the GPU: milliseconds between CUDA events recorded around
-    ``fn()`` on the current stream, with the L2 cache evicted first (``before()`` runs untimed)."""
-    from .runtime.driver import CUDADriver
-
-    cache = CUDADriver().get_empty_cache_for_benchmark()
+    ``fn()`` on the current stream, with the L2 cache evicted first through ``gpu_driver``'s
+    benchmark cache (``before()`` runs untimed)."""
+    cache = gpu_driver.get_empty_cache_for_benchmark()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
     def timed_call() -> float:
         before()
-        cache.zero_()
+        gpu_driver.clear_cache(cache)
         start.record()
         fn()
         end.record()
