@@ -64,7 +64,7 @@ def _wide_vectors() -> bool:
 
 def _optimize_unlocked(llvm_ir: str, vectorize: bool):
     if _wide_vectors():  # AVX-512: let the vectorizer use all 16 fp32 lanes (LLVM's default is 8)
-        llvm_ir = re.sub(r'^(define [^\n]*?)\{$', r'\1 "prefer-vector-width"="512" {', llvm_ir, flags=re.M)
+        llvm_ir = re.sub(r'^(define [^\n]*?)\n?\{$', r'\1 "prefer-vector-width"="512"\n{', llvm_ir, flags=re.M)
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
     machine = target_machine()
