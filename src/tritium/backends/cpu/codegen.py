@@ -28,6 +28,7 @@ from typing import Optional
 import llvmlite.ir as ir
 
 from ...compiler.analysis.axis_info import analyze_axis_info
+from ...compiler.analysis.masks import classify_mask
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
@@ -45,6 +46,9 @@ from ..reports import RECORD_SLOTS as ERROR_RECORD_SLOTS
 # Bytes of block buffers a program keeps on its thread's stack; the rest go to scratch memory the
 # launcher allocates per thread after the error record (Codegen.scratch_bytes of it, 64-byte aligned).
 STACK_BYTES = 256 * 1024
+# Leaves one stage of a reduction meets per lane it keeps (Codegen.lower_reduce): each stage is one
+# pass, and its loop body holds this many copies of the leaf's computation.
+REDUCE_FAN_IN = 8
 
 # args block: [grid x, grid y, grid z, kernel token (for prints), then per run-time argument one slot, then per pointer
 # argument its [low, high) byte range]
@@ -677,10 +681,33 @@ class Codegen:
         every = None
         if mask is not None:
             every = self.flag(True)
-            self.loop_nest(_shape(mask.type), lambda idx: b.store(b.and_(b.load(every), self.value_at(mask, idx)), every))
+            full = self._box_is_full(mask)
+            if full is not None:
+                b.store(full, every)
+            else:
+                self.loop_nest(_shape(mask.type),
+                               lambda idx: b.store(b.and_(b.load(every), self.value_at(mask, idx)), every))
         if self.checks:
             self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
         return every
+
+    def _box_is_full(self, mask: Value) -> Optional[ir.Value]:
+        """i1: every lane of ``mask`` is on, computed from its ends when the mask is a box
+        (``compiler/analysis/masks.py``): a comparison of an index that runs through consecutive
+        values along one dimension holds on a prefix or a suffix of it, so it holds everywhere when it
+        holds at both ends. None when the mask is not a recognised box."""
+        box = classify_mask(mask, self.axis)
+        if box is None or any(bound.test is None for bound in box.bounds):
+            return None
+        b = self.b
+        full = ir.Constant(I1, 1)
+        for bound in box.bounds:
+            shape = _shape(bound.test.type)
+            ends = [0] if bound.index_dim is None else [0, shape[bound.index_dim] - 1]
+            for end in ends:
+                idx = tuple(ir.Constant(I64, end if d == bound.index_dim else 0) for d in range(len(shape)))
+                full = b.and_(full, self.value_at(bound.test, idx))
+        return full
 
     def _runs_only(self, shape, run, at_run) -> None:
         outer = shape[:-1]
@@ -1211,34 +1238,46 @@ class Codegen:
             raise UnsupportedOp(str(error)) from None
 
     def lower_reduce(self, op: Operation) -> None:
+        """The interpreter's halving tree (lane i meets lane i + n/2, then i + n/4, ...), computed in
+        stages of up to ``REDUCE_FAN_IN`` leaves: a stage's loop runs over the lanes it keeps and meets,
+        in the tree's order, the leaves each of them stands for (the first log2(fan-in) levels of the
+        tree at once). The first stage reads the operands where they are (a lazy operand is computed
+        there, lane by lane), so no copy of the block is made; each stage writes a buffer 1/fan-in the
+        size of the last."""
         b = self.b
         axis = op.attrs["axis"]
         kind = op.attrs["kind"]
         inputs = list(op.operands)
         shape = _shape(inputs[0].type)
-        scratch = [self._scratch_copy(v) for v in inputs]
         dtypes = [v.type.scalar for v in inputs]
+        readers = [lambda idx, v=v: self.value_at(v, idx) for v in inputs]
         if kind in ("argmax", "argmin"):
-            index = self.new_buffer(T.int32, shape)
-            self.loop_nest(shape, lambda idx: self.store_buffer(index, idx, b.trunc(idx[axis], I32)))
-            scratch.append(index)
+            readers.append(lambda idx: b.trunc(idx[axis], I32))
             dtypes.append(T.int32)
         combine = self._combiner(op, dtypes)
-        half = shape[axis] // 2
-        while half >= 1:
-            level_shape = shape[:axis] + (half,) + shape[axis + 1:]
+        size = shape[axis]
+        stage = None
+        while stage is None or size > 1:
+            fan_in = min(REDUCE_FAN_IN, size)
+            size //= fan_in
+            stage_shape = shape[:axis] + (size,) + shape[axis + 1:]
+            stage = [self.new_buffer(dtype, stage_shape) for dtype in dtypes]
 
-            def step(idx, half=half):
-                partner = list(idx)
-                partner[axis] = b.add(idx[axis], ir.Constant(I64, half))
-                left = [self.load_buffer(s, idx) for s in scratch]
-                right = [self.load_buffer(s, tuple(partner)) for s in scratch]
-                for s, value in zip(scratch, combine(left, right)):
-                    self.store_buffer(s, idx, value)
+            def lane(idx, stage=stage, fan_in=fan_in, size=size, readers=readers):
+                leaves = []
+                for leaf in range(fan_in):
+                    at = list(idx)
+                    at[axis] = b.add(idx[axis], ir.Constant(I64, leaf * size)) if leaf else idx[axis]
+                    leaves.append([read(tuple(at)) for read in readers])
+                while len(leaves) > 1:
+                    half = len(leaves) // 2
+                    leaves = [combine(leaves[i], leaves[i + half]) for i in range(half)]
+                for buffer, value in zip(stage, leaves[0]):
+                    self.store_buffer(buffer, idx, value)
 
-            self.loop_nest(level_shape, step)
-            half //= 2
-        outputs = scratch[-1:] if kind in ("argmax", "argmin") else scratch
+            self.loop_nest(stage_shape, lane)
+            readers = [lambda idx, buffer=buffer: self.load_buffer(buffer, idx) for buffer in stage]
+        outputs = stage[-1:] if kind in ("argmax", "argmin") else stage
         for r, s in zip(op.results, outputs):
             if isinstance(r.type, T.block_type):
                 strides = s.strides[:axis] + s.strides[axis + 1:]

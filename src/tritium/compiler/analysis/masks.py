@@ -37,7 +37,8 @@ class MaskBound:
     ``index_dim`` the dimension of ``index``'s own shape that runs (None with ``dim``). ``side``
     is "upper" (``index < bound``, ``<=`` when ``inclusive``) or "lower" (``index >= bound``,
     ``>`` when not ``inclusive``). ``bound`` is a scalar Value where one is found behind splats and
-    broadcasts, else a block that is the same in every lane."""
+    broadcasts, else a block that is the same in every lane. ``test`` is the comparison itself (a
+    block of ``index``'s shape), when it is known: its lanes are the mask's along ``index_dim``."""
 
     dim: Optional[int]
     index: Value
@@ -45,6 +46,7 @@ class MaskBound:
     bound: Value
     side: str
     inclusive: bool
+    test: Optional[Value] = None
 
     def __str__(self) -> str:
         op = {("upper", False): "<", ("upper", True): "<=", ("lower", True): ">=", ("lower", False): ">"}
@@ -101,7 +103,7 @@ def _bounds(value: Value, axis_info: AxisInfoMap) -> Optional[list[MaskBound]]:
             if b.dim is not None and b.dim not in mapping:
                 return None
             moved.append(MaskBound(None if b.dim is None else mapping[b.dim], b.index, b.index_dim, b.bound,
-                                   b.side, b.inclusive))
+                                   b.side, b.inclusive, b.test))
         return moved
     return None
 
@@ -143,7 +145,7 @@ def _comparison(value: Value, axis_info: AxisInfoMap) -> Optional[MaskBound]:
             continue
         dim = running[0] if running else None
         side, inclusive = form
-        return MaskBound(dim, index, dim, _scalar_behind(bound), side, inclusive)
+        return MaskBound(dim, index, dim, _scalar_behind(bound), side, inclusive, value)
     return None
 
 
