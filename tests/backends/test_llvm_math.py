@@ -378,3 +378,26 @@ def test_fp32_loops_are_vectorized_and_call_nothing(name):
     asm = H.compile_math(name, 32).asm
     assert PACKED.search(asm), f"{name}: no packed arithmetic in the loop"
     assert not re.search(r"^\s*call", asm, re.MULTILINE), f"{name}: the loop calls a function"
+
+
+SCALED = ("exp", "exp2", "exp10", "erf", "sigmoid", "tanh")  # the functions that scale by 2^k
+
+
+@pytest.mark.parametrize("name", SCALED)
+def test_hardware_ldexp_gives_the_bits_of_the_integer_scaling(name):
+    """On AVX-512 the results are scaled by 2^k with llvm.ldexp (vscalefps); elsewhere by two
+    products of powers of two built from their bits. Both are p * 2^k rounded once: the same bits
+    on every input, subnormal, overflowing and special results included. (Both variants compile
+    on any x86-64 host; only an AVX-512 host runs the vscalefps one.)"""
+    if not H.hardware_ldexp_available():
+        pytest.skip("no vector ldexp instruction on this host: the CPU backend uses the integer scaling only")
+    rng = np.random.default_rng(RNG_SEED)
+    bits = rng.integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array([0.0, -0.0, INF, -INF, NAN, 88.72283, 88.7229, -87.33655, -103.9721, -103.98, -150.0, 128.0,
+                      -149.0, -126.5, 38.5, -45.0], np.float32)
+    dense = rng.uniform(-110, 100, 200_000).astype(np.float32)
+    x = np.concatenate([bits, edges, dense])
+    hardware = H.compile_math(name, 32, hardware_ldexp=True)
+    software = H.compile_math(name, 32, hardware_ldexp=False)
+    assert "vscalef" in hardware.asm and "vscalef" not in software.asm
+    np.testing.assert_array_equal(hardware(x).view(np.uint32), software(x).view(np.uint32))

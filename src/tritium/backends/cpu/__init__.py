@@ -91,7 +91,8 @@ class CPUBackend(Backend):
         from . import jit
 
         triple, _, _ = jit.host_cpu()
-        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"))
+        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
+                                    hardware_ldexp=jit.wide_vectors())
         try:
             module = generator.build()
         except (codegen.UnsupportedOp, NotImplementedError) as error:
@@ -113,7 +114,8 @@ class CPUBackend(Backend):
         from . import jit
 
         triple, _, _ = jit.host_cpu()
-        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"))
+        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
+                                    hardware_ldexp=jit.wide_vectors())
         generator.build()  # the op table and pointer facts the launcher reports errors with
         return self._executable(fn, generator, {"ttir": str(fn), **asm})
 

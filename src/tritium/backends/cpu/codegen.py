@@ -34,6 +34,7 @@ from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ..llvm import atomics
 from ..llvm import combine as combining
+from ..llvm import math
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, item_size, memory_type, register_type
 # the error record's codes and size (backends/reports.py)
@@ -90,10 +91,13 @@ class Buffer:
 
 
 class Codegen:
-    def __init__(self, fn: Function, target_triple: str, data_layout: str = "", checks: bool = True):
+    def __init__(self, fn: Function, target_triple: str, data_layout: str = "", checks: bool = True,
+                 hardware_ldexp: bool = False):
         self.fn = fn
         self.checks = checks  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
         self.module = ir.Module(name=fn.name)
+        if hardware_ldexp:
+            math.use_hardware_ldexp(self.module)
         self.module.triple = target_triple
         if data_layout:
             self.module.data_layout = data_layout

@@ -11,10 +11,11 @@ import ctypes.util
 import functools
 import os
 import pickle
-import re
 import threading
 
 import llvmlite.binding as llvm
+
+from ..llvm import host
 
 _lock = threading.Lock()
 
@@ -58,13 +59,14 @@ def optimize(llvm_ir: str, vectorize: bool = True):
 
 
 @functools.lru_cache(maxsize=None)
-def _wide_vectors() -> bool:
-    return "+avx512f" in host_cpu()[2].split(",")
+def wide_vectors() -> bool:
+    """True on AVX-512 hosts: loops use 512-bit vectors and math scales with ``vscalefps``."""
+    return host.has_avx512(host_cpu()[2])
 
 
 def _optimize_unlocked(llvm_ir: str, vectorize: bool):
-    if _wide_vectors():  # AVX-512: let the vectorizer use all 16 fp32 lanes (LLVM's default is 8)
-        llvm_ir = re.sub(r'^(define [^\n]*?)\n?\{$', r'\1 "prefer-vector-width"="512"\n{', llvm_ir, flags=re.M)
+    if wide_vectors():
+        llvm_ir = host.prefer_wide_vectors(llvm_ir)
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
     machine = target_machine()

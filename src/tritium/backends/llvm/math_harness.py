@@ -13,11 +13,13 @@ import ctypes
 import ctypes.util
 import functools
 import threading
+from typing import Optional
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
+from . import host
 from . import math as lmath
 
 _lock = threading.Lock()
@@ -35,12 +37,20 @@ def target_machine():
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
 
 
-def build_module(name: str, bits: int = 32, function: str = "f") -> ir.Module:
+def hardware_ldexp_available() -> bool:
+    """True on hosts where the CPU backend scales with a vector ldexp instruction (AVX-512)."""
+    return host.has_avx512(llvm.get_host_cpu_features().flatten())
+
+
+def build_module(name: str, bits: int = 32, function: str = "f", hardware_ldexp: Optional[bool] = None) -> ir.Module:
     """The IR module of ``void f(T* noalias x, [T* noalias y,] T* noalias out, i64 n)`` computing
-    out[i] = name(x[i][, y[i]]) for i < n."""
+    out[i] = name(x[i][, y[i]]) for i < n. ``hardware_ldexp``: scale with ``llvm.ldexp`` (default:
+    where the CPU backend does)."""
     ty = lmath.F32 if bits == 32 else lmath.F64
     arity = lmath._ARITY[name]
     module = ir.Module(name=f"math_{name}_f{bits}")
+    if hardware_ldexp_available() if hardware_ldexp is None else hardware_ldexp:
+        lmath.use_hardware_ldexp(module)
     ptr = ir.PointerType()
     fnty = ir.FunctionType(ir.VoidType(), [ptr] * (arity + 1) + [lmath.I64])
     fn = ir.Function(module, fnty, function)
@@ -66,7 +76,10 @@ def build_module(name: str, bits: int = 32, function: str = "f") -> ir.Module:
 def optimize(module: ir.Module):
     """Parsed, verified and optimized (O3, loop and SLP vectorization) module."""
     tm = target_machine()
-    mod = llvm.parse_assembly(str(module))
+    text = str(module)
+    if host.has_avx512(llvm.get_host_cpu_features().flatten()):
+        text = host.prefer_wide_vectors(text)
+    mod = llvm.parse_assembly(text)
     mod.verify()
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
@@ -81,12 +94,12 @@ def optimize(module: ir.Module):
 class MathKernel:
     """One compiled ``name`` loop: call it with numpy arrays (converted to its float type)."""
 
-    def __init__(self, name: str, bits: int = 32):
+    def __init__(self, name: str, bits: int = 32, hardware_ldexp: Optional[bool] = None):
         self.name, self.bits = name, bits
         self.arity = lmath._ARITY[name]
         self.dtype = np.dtype(np.float32 if bits == 32 else np.float64)
         with _lock:
-            mod = optimize(build_module(name, bits))
+            mod = optimize(build_module(name, bits, hardware_ldexp=hardware_ldexp))
             self.ir = str(mod)
             self.asm = target_machine().emit_assembly(mod)
             self._engine = llvm.create_mcjit_compiler(mod, target_machine())  # keeps the code alive
@@ -109,10 +122,10 @@ class MathKernel:
 
 
 @functools.lru_cache(maxsize=None)
-def compile_math(name: str, bits: int = 32) -> MathKernel:
+def compile_math(name: str, bits: int = 32, hardware_ldexp: Optional[bool] = None) -> MathKernel:
     """The kernel of ``name`` at ``bits`` (32 or 64), compiled once per process and kept (its JIT
     engine lives as long as the process)."""
-    return MathKernel(name, bits)
+    return MathKernel(name, bits, hardware_ldexp)
 
 
 # ------------------------------------------------------------------------------------------------
