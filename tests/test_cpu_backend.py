@@ -249,6 +249,57 @@ def test_dot_agrees_with_the_interpreter_within_the_rounding_of_its_sums(dtype, 
         assert np.all(np.abs(ref.astype(np.float64) - got) <= bound + 1e-30)
 
 
+@triton.jit
+def _dot_loop_kernel(a_ptr, b_ptr, c_ptr, M, N, K, OTHER: tl.constexpr, PRECISION: tl.constexpr,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=OTHER)
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :],
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=OTHER)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("dtype,precision", [(np.float32, "tf32"), (np.float32, "ieee"), (np.float16, "ieee"),
+                                             ("bfloat16", "ieee")])
+def test_a_dot_loop_over_masked_tiles_agrees_with_the_interpreter(dtype, precision):
+    """The tiles are loaded in the form the dot reads (converted, tf32-truncated), their masked lanes
+    holding ``other`` converted the same way, and the accumulator is added to in place: every tile
+    shape here has tails in M, N and K, and ``other`` is not 0, so a lane that missed the conversion
+    would show."""
+    import ml_dtypes
+
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    m, n, k, bm, bn, bk, other = 40, 50, 70, 32, 32, 32, 0.5
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((m, k)).astype(np_dtype)
+    b = rng.standard_normal((k, n)).astype(np_dtype)
+    grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
+    reference, compiled = _both(_dot_loop_kernel, grid, lambda: [a.copy(), b.copy(), np.zeros((m, n), np.float32), m, n, k],
+                                OTHER=other, PRECISION=precision, BM=bm, BN=bn, BK=bk)
+    ref, got = reference[2].astype(np.float64), compiled[2].astype(np.float64)
+    # the padded K lanes multiply `other` by the rows' and columns' own padding: bound the sums with them
+    kp = triton.cdiv(k, bk) * bk
+    a_pad = np.full((m, kp), other)
+    a_pad[:, :k] = a.astype(np.float64)
+    b_pad = np.full((kp, n), other)
+    b_pad[:k, :] = b.astype(np.float64)
+    bound = kp * 2.0**-23 * (np.abs(a_pad) @ np.abs(b_pad))
+    assert np.all(np.abs(ref - got) <= bound), np.max(np.abs(ref - got) - bound)
+    # the interpreter sums each tile's exact products in fp64 and rounds once per tile into the fp32
+    # accumulator; tf32 truncation moves each input by less than 2^-10 of itself, so each product by
+    # less than 2^-9 (plus 2^-20) of |a||b|
+    exact = a_pad @ b_pad
+    per_product = (2.0**-9 + 2.0**-20) if precision == "tf32" else 0.0
+    magnitude = np.abs(a_pad) @ np.abs(b_pad)
+    assert np.all(np.abs(ref - exact) <= (per_product + (kp // bk) * 2.0**-24) * magnitude)
+
+
 # atomics -------------------------------------------------------------------------------------------------
 @triton.jit
 def _atomics(counter_ptr, fmax_ptr, slots_ptr, x_ptr, N: tl.constexpr):

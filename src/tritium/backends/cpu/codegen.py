@@ -71,7 +71,7 @@ def _shape(ty) -> tuple[int, ...]:
     return tuple(ty.shape) if isinstance(ty, T.block_type) else ()
 
 
-def _strides(shape) -> tuple[int, ...]:
+def row_major_strides(shape) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
         strides.append(step)
@@ -112,6 +112,8 @@ class Codegen:
         self.lane_local: set[int] = set()  # values computed lane by lane where the store that uses them is
         self.fused_into: dict[int, list] = {}  # id(store op) -> the load results it reads
         self._find_fusable_loads(fn.body)
+        self.packed_loads: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds (dot.py)
+        self._find_packed_loads(fn.body)
 
     # analysis ------------------------------------------------------------------------------------
     def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
@@ -154,6 +156,27 @@ class Codegen:
                 continue
             if has_effects(op):
                 pending = []
+
+    def _find_packed_loads(self, region: Region) -> None:
+        """Block loads whose only reader is a ``dot`` that would convert them on a copy (fp16, bf16,
+        fp8 or int8 widened, fp32 truncated to tf32): the load writes its buffer converted, and the
+        dot uses it as it is (one pass over the tile instead of two)."""
+        from . import dot
+
+        for op in region.ops:
+            for inner in op.regions:
+                self._find_packed_loads(inner)
+            if op.opcode != "dot":
+                continue
+            for name in ("a", "b"):
+                operand = op.operand(name)
+                load = operand.owner
+                if load is None or load.opcode != "load" or self.uses.get(operand.id) != 1 or \
+                        load.attrs.get("volatile", False) or operand.id in self.deferrable:
+                    continue
+                form = dot.packed_form(op, operand.type.scalar)
+                if form is not None:
+                    self.packed_loads[operand.id] = form
 
     def _lane_chain(self, value: Value) -> set[int]:
         """Ids of the values the stored ``value`` is computed from through lazily evaluated
@@ -408,9 +431,9 @@ class Codegen:
         if [n for n in shape if n != 1] == [n for n in source if n != 1]:
             it = iter(squeezed)
             return tuple(next(it) if n != 1 else ir.Constant(I64, 0) for n in source)
-        linear = self.linear(idx, _strides(shape))
+        linear = self.linear(idx, row_major_strides(shape))
         result = []
-        for n, stride in zip(source, _strides(source)):
+        for n, stride in zip(source, row_major_strides(source)):
             if n == 1:
                 result.append(ir.Constant(I64, 0))
             else:
@@ -453,7 +476,7 @@ class Codegen:
         count = 1
         for n in shape:
             count *= n
-        return Buffer(self.alloca(dtype, count), dtype, tuple(shape), _strides(shape))
+        return Buffer(self.alloca(dtype, count), dtype, tuple(shape), row_major_strides(shape))
 
     def element_pointer(self, buffer: Buffer, idx) -> ir.Value:
         return self.b.gep(buffer.pointer, [self.linear(idx, buffer.strides)], source_etype=memory_type(buffer.dtype))
@@ -725,7 +748,7 @@ class Codegen:
     def _report_bad_lane(self, pointer: Value, mask, size: int, shape) -> None:
         """Finds the first bad lane in order and fails with it (the slow path of the check)."""
         b = self.b
-        strides = _strides(shape)
+        strides = row_major_strides(shape)
 
         def lane(idx):
             address = b.ptrtoint(self.value_at(pointer, idx), I64)
@@ -798,15 +821,23 @@ class Codegen:
             self.if_then(self.value_at(mask, ()), lambda: b.store(self._read(address, dtype, volatile), slot))
             self.scalars[result.id] = b.load(slot)
             return
-        buffer = self.new_buffer(dtype, _shape(result.type))
+        form = self.packed_loads.get(result.id)
+        if form is None:
+            stored_type, convert = dtype, (lambda x: x)
+        else:  # read by a dot alone: held in the form its product reads (backends/cpu/dot.py)
+            from . import dot
+
+            stored_type = form[0]
+            convert = lambda x: dot.pack(b, x, dtype, *form)  # noqa: E731
+        buffer = self.new_buffer(stored_type, _shape(result.type))
         if mask is not None:  # lanes left inactive read `other` (0 without it)
             fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
             b_every = b.load(every)
             self.if_then(b.not_(b_every), lambda: self.loop_nest(buffer.shape, lambda idx: self.store_buffer(
-                buffer, idx, fill_value(idx))))
+                buffer, idx, convert(fill_value(idx)))))
         self._element_type = memory_type(dtype)
-        self.access_nest(pointer, every, mask,
-                         lambda idx, address, masked: self.store_buffer(buffer, idx, self._read(address, dtype, volatile)))
+        self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
+            buffer, idx, convert(self._read(address, dtype, volatile))))
         self.buffers[result.id] = buffer
 
     def _defer_load(self, op: Operation) -> None:
@@ -1365,7 +1396,7 @@ class Codegen:
             active = self.value_at(mask, idx) if mask is not None else ir.Constant(I1, 1)
             # an active lane outside the bins is an error of the kernel (a GPU counts it in bin value & (bins - 1))
             self.if_then(b.and_(active, b.not_(inside)), lambda: self.fail(
-                ERROR_HISTOGRAM_VALUE, self.linear(idx, _strides(shape)), wide, ir.Constant(I64, bins)))
+                ERROR_HISTOGRAM_VALUE, self.linear(idx, row_major_strides(shape)), wide, ir.Constant(I64, bins)))
             inside = b.and_(inside, active)
 
             def count():
@@ -1385,7 +1416,7 @@ class Codegen:
         src = self.materialize(source)
         extent = _shape(source.type)[axis]
         shape = _shape(result.type)
-        strides = _strides(shape)
+        strides = row_major_strides(shape)
         ity = index.type.scalar
         buffer = self.new_buffer(result.type.scalar, shape)
 
@@ -1440,7 +1471,7 @@ class Codegen:
         b = self.b
         condition = op.operands[0]
         shape = _shape(condition.type)
-        strides = _strides(shape)
+        strides = row_major_strides(shape)
 
         def lane(idx):
             holds = self.value_at(condition, idx)
@@ -1454,7 +1485,7 @@ class Codegen:
         for n, v in enumerate(op.operands):
             if isinstance(v.type, T.block_type):
                 buffer = self.materialize(v)
-                if buffer.strides != _strides(buffer.shape):
+                if buffer.strides != row_major_strides(buffer.shape):
                     copy = self.new_buffer(v.type.scalar, buffer.shape)
                     self.loop_nest(buffer.shape, lambda idx: self.store_buffer(copy, idx, self.load_buffer(buffer, idx)))
                     buffer = copy

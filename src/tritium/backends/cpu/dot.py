@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I32, I64
+from .codegen import row_major_strides
 
 
 def lower_dot(cg, op) -> None:
@@ -31,6 +32,8 @@ def lower_dot(cg, op) -> None:
     def packed(value, shape, part=None):
         """``value`` in the accumulate type; part: None (as is), 'high' (tf32) or 'low' (remainder)."""
         existing = cg.buffers.get(value.id)
+        if existing is not None and cg.packed_loads.get(value.id) == (work, part == "high"):
+            return existing  # loaded in this form (Codegen._find_packed_loads)
         if part is None and value.type.scalar == work and existing is not None:
             return existing
         buffer = cg.new_buffer(work, shape)
@@ -38,17 +41,21 @@ def lower_dot(cg, op) -> None:
 
         def lane(idx):
             x = cg.value_at(value, idx)
-            x = casts.cast(b, x, source, work) if source != work else x
-            if part is not None and work.is_fp32():
-                high = lanes.truncate_tf32(b, x)
-                x = high if part == "high" else lanes.truncate_tf32(b, b.fsub(x, high))
+            if part == "low" and work.is_fp32():
+                x = casts.cast(b, x, source, work) if source != work else x
+                x = lanes.truncate_tf32(b, b.fsub(x, lanes.truncate_tf32(b, x)))
+            else:
+                x = pack(b, x, source, work, part == "high" and work.is_fp32())
             cg.store_buffer(buffer, idx, x)
 
         cg.loop_nest(shape, lane)
         return buffer
 
-    out = cg.new_buffer(work, shape_c)
-    cg.loop_nest(shape_c, lambda idx: cg.store_buffer(out, idx, _converted(b, cg.value_at(acc, idx), acc.type.scalar, work)))
+    out = _accumulator_in_place(cg, acc, work, shape_c)
+    if out is None:
+        out = cg.new_buffer(work, shape_c)
+        cg.loop_nest(shape_c, lambda idx: cg.store_buffer(out, idx, _converted(b, cg.value_at(acc, idx), acc.type.scalar,
+                                                                                 work)))
     if precision == "tf32x3" and work.is_fp32():
         pairs = [(packed(a, shape_a, "high"), packed(bm, shape_b, "high")),
                  (packed(a, shape_a, "high"), packed(bm, shape_b, "low")),
@@ -99,6 +106,37 @@ def lower_dot(cg, op) -> None:
     cg.buffers[result.id] = final
 
 
+def packed_form(op, source):
+    """(type, tf32) the ``dot`` ``op`` reads an operand of type ``source`` in, when that differs
+    from ``source`` and a load can write it so (see ``pack``); None when the operand is read as it is
+    or through more than one copy (tf32x3 reads two parts of each input)."""
+    work = lanes.accumulate_type(op)
+    precision = op.attrs.get("input_precision", "ieee")
+    if precision == "tf32x3" and work.is_fp32():
+        return None
+    tf32 = precision == "tf32" and work.is_fp32()
+    if source == work and not tf32:
+        return None
+    return work, tf32
+
+
+def pack(b, x, source, work, tf32: bool):
+    """A lane of type ``source`` in the form a dot reads it: converted to ``work`` exactly (widening)
+    and, for tf32, its low 13 mantissa bits dropped."""
+    x = casts.cast(b, x, source, work) if source != work else x
+    return lanes.truncate_tf32(b, x) if tf32 else x
+
+
+def _accumulator_in_place(cg, acc, work, shape):
+    """The buffer of a loop-carried accumulator the dot may add into directly (no copy in, none
+    out): a region argument (its buffer is the loop's own slot, aliased by nothing else) in the
+    accumulate type, read by this dot alone. None otherwise."""
+    buffer = cg.buffers.get(acc.id)
+    if acc.owner is not None or buffer is None or acc.type.scalar != work or cg.uses.get(acc.id) != 1:
+        return None
+    return buffer if tuple(buffer.shape) == shape and buffer.strides == row_major_strides(shape) else None
+
+
 def _vector_width() -> int:
     """fp32 lanes of one vector register of the host: 16 with AVX-512, else 8 (AVX2)."""
     from .jit import host_cpu
@@ -107,8 +145,10 @@ def _vector_width() -> int:
 
 
 _WIDTH = _vector_width()
-_ROWS = 4  # rows of the result held in registers at a time
-_VECTORS = 2  # vectors per row: a 4 x 16 block of accumulators, 8 registers
+# Rows of the result held in registers at a time (fewer when m has no such factor), two vectors
+# each: 8 x 32 accumulators in 16 of AVX-512's 32 registers, 4 x 16 in 8 of AVX2's 16.
+_ROWS = 8 if _WIDTH == 16 else 4
+_VECTORS = 2
 
 
 def _call(cg, name, ty, args):
@@ -124,7 +164,7 @@ def _register_blocked(cg, pairs, out, batch, m, k, n) -> None:
     whole k loop; each step loads VECTORS vectors of a row of B and broadcasts ROWS elements of A."""
     b = cg.b
     vector = ir.VectorType(F32, _WIDTH)
-    rows = min(_ROWS, m)
+    rows = next(r for r in (_ROWS, 4, 2, 1) if m % r == 0)
     vectors = _VECTORS if n % (_VECTORS * _WIDTH) == 0 else 1
     fma = f"llvm.fma.v{_WIDTH}f32"
 
