@@ -670,26 +670,30 @@ class Codegen:
             wrong = b.not_(self._in_bounds(pointer, address, size))
             return b.and_(wrong, self.value_at(mask, idx)) if mask is not None else wrong
 
-        def at_run(idx):
+        def run_is_inside(idx):
             first = b.ptrtoint(self.value_at(pointer, idx), I64)
             last = b.add(first, ir.Constant(I64, (run - 1) * size))
-            widen(first, b.add(last, ir.Constant(I64, size)))
-            if not self.checks:
-                return
-            ok = b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
-            if mask is None:
-                b.store(b.or_(b.load(bad), b.not_(ok)), bad)
-                return
-            start = idx[-1]
+            return first, last, b.and_(self._in_bounds(pointer, first, size), self._in_bounds(pointer, last, size))
 
+        # Every run's ends are checked in a loop without branches (which LLVM vectorizes); only
+        # when some run is not wholly inside are such runs' active lanes checked one by one.
+        outside = self.flag(False)
+
+        def at_run(idx):
+            first, last, ok = run_is_inside(idx)
+            widen(first, b.add(last, ir.Constant(I64, size)))
+            if self.checks:
+                b.store(b.or_(b.load(outside), b.not_(ok)), outside)
+
+        def lanes_of_outside_run(idx):
             def lanes_of_run():
                 def lane(j):
-                    at = idx[:-1] + (b.add(start, j),)
+                    at = idx[:-1] + (b.add(idx[-1], j),)
                     b.store(b.or_(b.load(bad), lane_is_bad(at)), bad)
 
                 self.counted_loop(run, lane)
 
-            self.if_then(b.not_(ok), lanes_of_run)
+            self.if_then(b.not_(run_is_inside(idx)[2]), lanes_of_run)
 
         def lane(idx):
             if self.checks:
@@ -703,6 +707,10 @@ class Codegen:
             b.store(ir.Constant(I64, 0), extent[1])
         if run > 1 and (self.checks or extent is not None):
             self._runs_only(shape, run, at_run)
+            if self.checks and mask is None:
+                b.store(b.load(outside), bad)
+            elif self.checks:
+                self.if_then(b.load(outside), lambda: self._runs_only(shape, run, lanes_of_outside_run))
         elif run == 1 and (self.checks or extent is not None):
             self.loop_nest(shape, lane)
         every = None
