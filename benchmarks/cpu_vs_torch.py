@@ -35,6 +35,8 @@ def main(argv=None) -> int:
                              "forgotten and an empty disk cache, less a warm launch")
     parser.add_argument("--checks-cost", action="store_true",
                         help="also time the kernels compiled without bounds checks (TRITIUM_BOUNDS_CHECKS=0)")
+    parser.add_argument("--inductor", action="store_true",
+                        help="also time torch.compile of the torch code (Inductor's C++ for the CPU)")
     args = parser.parse_args(argv)
     if args.threads:
         os.environ["TRITIUM_NUM_THREADS"] = str(args.threads)
@@ -58,6 +60,8 @@ def main(argv=None) -> int:
         header += f"{'unchecked':>10}{'checks':>8}"
     if args.compile_time:
         header += f"{'compile ms':>11}"
+    if args.inductor:
+        header += f"{'inductor':>10}{'ind/cpu':>8}"
     compile_times = []
     print(header + "  check")
     failures = 0
@@ -94,6 +98,11 @@ def main(argv=None) -> int:
         if first_ms is not None:
             compile_times.append(first_ms - cpu_ms)
             line += f"{first_ms - cpu_ms:>11.0f}"
+        if args.inductor:
+            compiled = torch.compile(case.reference)
+            compiled(inputs)  # compiles
+            inductor_ms, _ = bench.median_ms(lambda: compiled(inputs), args.repeat)
+            line += f"{inductor_ms:>10.2f}{inductor_ms / cpu_ms:>8.2f}"
         os.environ.pop("TRITIUM_BACKEND", None)
         print(line + f"  {'ok' if ok else 'FAILED'} (max err {error:.2e})", flush=True)
     if compile_times:

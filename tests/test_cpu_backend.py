@@ -561,3 +561,24 @@ def test_a_load_used_twice_by_one_store_is_read_in_the_stores_loop(monkeypatch):
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
     llir = _reused_in_one_store.stages("*fp32:16,*fp32:16,i32:16", BLOCK=1024)["llir"]
     assert '"store_fused' in llir
+
+
+def test_a_process_whose_first_compiled_kernel_prints(tmp_path):
+    """The print callback's symbol must exist before the first kernel that calls it is checked for
+    undefined symbols (it was registered only after a first compile)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, tritium as triton, tritium.language as tl\n"
+        "@triton.jit\n"
+        "def k(X, B: tl.constexpr):\n"
+        "    tl.device_print('x: ', tl.load(X + tl.arange(0, B)))\n"
+        "k[(1,)](np.arange(4, dtype=np.float32), B=4)\n"
+    )
+    path = tmp_path / "first_print.py"
+    path.write_text(script)
+    env = {**__import__("os").environ, "TRITIUM_BACKEND": "cpu", "TRITIUM_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"pid (0, 0, 0) idx ({i}) x: {i}.000000" for i in range(4)]

@@ -107,6 +107,9 @@ class CPUBackend(Backend):
             raise internal_error(error, kernel=fn.name, loc=getattr(op, "loc", None),
                                  opcode=getattr(op, "opcode", ""), where="the cpu backend") from error
         llir = str(module)
+        from . import launcher
+
+        launcher.register_print_hook()  # before the symbol check: a process's first kernel may print
         obj = jit.compile_to_object(llir)
         return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
 

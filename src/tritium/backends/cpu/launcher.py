@@ -2,9 +2,10 @@
 
 The compiled ``tritium_grid(args, first, last, error)`` runs the programs ``[first, last)`` (linear
 ids, x fastest) and returns non-zero after the first program that fails, its error record filled.
-The launcher calls it through ctypes, which releases the GIL, so ranges of programs run in
-parallel on a persistent pool of worker threads; a small launch (few lanes of work in all) runs on
-the calling thread, since a round trip through the pool costs tens of microseconds. Kernels whose
+The launcher calls it through ctypes, which releases the GIL; a launch with enough work runs its
+programs in chunks over the native worker pool (``workers.py``: threads that wait and take work in
+native code, a few microseconds per launch), and a small one (few lanes of work in all) on the
+calling thread. Kernels whose
 programs communicate through memory (``compiler/analysis/effects.py``: atomics or loads that steer
 a spin wait) run in program order on one thread, as the interpreter runs them.
 """
@@ -23,7 +24,7 @@ from ...compiler.ir import types as T
 from ..base import KernelArgument
 from .. import reports
 from ..llvm.types import parameter_plan, scalar_bits
-from . import codegen
+from . import codegen, workers
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 # Lanes of work (programs x the largest block) below which a launch runs on the calling thread.
@@ -78,7 +79,9 @@ class Executable:
         self.provenance = provenance
         self.largest_block = largest_block
         self.program_order = program_order
-        self._grid = _GRID_FUNCTION(loaded.address("tritium_grid"))
+        self._grid_address = loaded.address("tritium_grid")
+        self._grid = _GRID_FUNCTION(self._grid_address)
+        self._pool_records: list = []
         self.token = next(_tokens)  # never reused, unlike id(self)
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
@@ -169,6 +172,9 @@ class Executable:
             if self._grid(address, 0, total, record_address):
                 self._raise(record, block)
             return
+        if workers.available():
+            self._run_on_workers(address, total, threads, block)
+            return
         # one contiguous range of programs per thread; the calling thread runs the first itself
         edges = [total * i // threads for i in range(threads + 1)]
         records = [self._new_record() for _ in range(threads)]
@@ -180,6 +186,32 @@ class Executable:
         failed = [records[i] for i, status in enumerate(statuses) if status]
         if failed:  # the first program in launch order that failed
             self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
+
+    def _run_on_workers(self, address: int, total: int, threads: int, block) -> None:
+        """The grid over the native worker pool (``workers.py``): chunks of programs taken in order by
+        whichever thread is free. A launch from a second Python thread while the pool is busy runs
+        on its own thread instead of waiting."""
+        pool = workers.pool(threads)
+        if not pool.lock.acquire(blocking=False):
+            record, record_address = self._record_and_address()
+            if self._grid(address, 0, total, record_address):
+                self._raise(record, block)
+            return
+        try:
+            records = self._thread_records(pool.threads)
+            failed = pool.run(self._grid_address, address, total, [a for _, a in records])
+        finally:
+            pool.lock.release()
+        if failed:  # the first program in launch order that failed
+            self._raise(min((records[i][0] for i in failed), key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
+
+    def _thread_records(self, count: int) -> list:
+        """(record, address) per pool thread, kept for the next launch (the compiled code writes a
+        record only when a program fails, and never reads it)."""
+        records = self._pool_records
+        if len(records) != count:
+            records = self._pool_records = [(r, r.ctypes.data) for r in (self._new_record() for _ in range(count))]
+        return records
 
     def _record(self) -> np.ndarray:
         return self._record_and_address()[0]

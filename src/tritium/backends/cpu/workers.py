@@ -1,0 +1,310 @@
+"""The worker threads a CPU launch splits its grid over: they wait, take work and signal its end in
+native code, so a launch costs no Python thread hand-off.
+
+A launch through a ``concurrent.futures`` pool wakes a sleeping Python thread and is woken back
+(two futex round trips and the GIL): about 80 us each way on a small virtual machine, 10-20% of a
+millisecond kernel. Here each worker is a Python thread that enters ``tritium_worker`` once and stays
+in native code (the GIL released) until the pool is shut down. A launch (``tritium_dispatch``,
+called by the launching thread through ctypes) publishes the job in a shared block and bumps its
+generation; the workers, spinning for a short while after their last job and then sleeping on a
+futex, see it, take chunks of programs from an atomic counter (so a thread slowed down by the
+machine takes fewer), and count themselves done; the launching thread takes chunks too, then waits
+for the count the same way (spinning, then a futex). A program that fails stops its thread and, by
+a flag, the taking of further chunks; the others finish the chunks they hold, so every program
+before the first failing one in launch order has run, as with static ranges.
+
+The shared block (int64 slots; the two futex words and the chunk counter on cache lines of their
+own):
+
+====  ==================================================================================
+0     generation (futex word): bumped once per job
+8     shutdown: the workers return when a job finds it set
+16    the grid function; 17 its argument block; 18 programs; 19 programs per chunk
+24    the next chunk (atomic)
+32    finished threads (futex word of the launching thread); 33 the launching thread sleeps
+40    a program failed; 41 workers asleep on the generation
+48+i  thread i's error record (0 is the launching thread's); 112+i its status (non-zero: failed)
+====  ==================================================================================
+
+Linux on x86-64 and AArch64 only (the futex system call, little-endian words); elsewhere
+``available()`` is False and the launcher uses a ``concurrent.futures`` pool.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import sys
+import threading
+from typing import Optional
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ..llvm.types import I32, I64, PTR, VOID
+
+MAX_THREADS = 64
+_GENERATION, _SHUTDOWN = 0, 8
+_GRID, _ARGS, _TOTAL, _CHUNK = 16, 17, 18, 19
+_NEXT = 24
+_DONE, _MAIN_SLEEPS = 32, 33
+_FAILED, _SLEEPERS = 40, 41
+_RECORDS, _STATUSES = 48, 48 + MAX_THREADS
+_SLOTS = _STATUSES + MAX_THREADS
+
+_FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+# How long a thread polls a futex word before sleeping on it: on x86-64, 2^19 time-stamp counter
+# ticks (0.1-0.3 ms at the counter's 1.5-4 GHz), long enough for back-to-back launches (a few to
+# tens of microseconds of Python apart) to find the workers awake -- waking a sleeping thread costs
+# 50-80 us on a small virtual machine -- and short enough not to hold a core that another process
+# wants for long. Elsewhere a count of polls.
+_SPIN_TICKS = 1 << 19
+_SPIN_POLLS = 1 << 16
+
+_GRID_TYPE = ir.FunctionType(I32, [PTR, I64, I64, PTR])
+
+
+def available() -> bool:
+    return sys.platform.startswith("linux") and platform.machine() in _FUTEX_SYSCALL and sys.byteorder == "little"
+
+
+def _build_module() -> ir.Module:
+    module = ir.Module(name="tritium_workers")
+    futex_number = _FUTEX_SYSCALL[platform.machine()]
+    syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+    pause = clock = None
+    if platform.machine() == "x86_64":
+        pause = ir.Function(module, ir.FunctionType(VOID, []), "llvm.x86.sse2.pause")
+        clock = ir.Function(module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
+
+    def slot(b, state, index):
+        return b.gep(state, [ir.Constant(I64, index)], source_etype=I64)
+
+    def load(b, pointer, ordering="seq_cst"):
+        return b.load_atomic(pointer, ordering, 8, typ=I64)
+
+    def store(b, value, pointer):  # a sequentially consistent store (llvmlite's store_atomic wants typed pointers)
+        b.atomic_rmw("xchg", pointer, value if isinstance(value, ir.Value) else ir.Constant(I64, value), "seq_cst")
+
+    def add(b, pointer, amount):
+        return b.atomic_rmw("add", pointer, ir.Constant(I64, amount), "seq_cst")
+
+    def futex(b, word, operation, value):
+        b.call(syscall, [ir.Constant(I64, futex_number), b.ptrtoint(word, I64), ir.Constant(I64, operation),
+                         value, ir.Constant(I64, 0), ir.Constant(I64, 0), ir.Constant(I64, 0)])
+
+    def wait_while_equal(fn, b, word, seen, sleepers):
+        """Returns once the 32-bit word no longer holds ``seen``: polls, then sleeps on the futex
+        (announcing itself in ``sleepers`` first, so that a waker knows to call the kernel)."""
+        seen32 = b.and_(seen, ir.Constant(I64, 0xFFFFFFFF))
+        head = fn.append_basic_block("poll")
+        spin = fn.append_basic_block("spin")
+        sleep = fn.append_basic_block("sleep")
+        after = fn.append_basic_block("changed")
+        entry = b.block
+        start = b.call(clock, []) if clock is not None else ir.Constant(I64, 0)
+        b.branch(head)
+        b.position_at_end(head)
+        count = b.phi(I64)
+        count.add_incoming(ir.Constant(I64, 0), entry)
+        since = b.phi(I64)
+        since.add_incoming(start, entry)
+        current = b.and_(load(b, word), ir.Constant(I64, 0xFFFFFFFF))
+        b.cbranch(b.icmp_unsigned("!=", current, seen32), after, spin)
+        b.position_at_end(spin)
+        if pause is not None:
+            b.call(pause, [])
+        following = b.add(count, ir.Constant(I64, 1))
+        count.add_incoming(following, spin)
+        since.add_incoming(since, spin)
+        if clock is not None:
+            polling = b.icmp_unsigned("<", b.sub(b.call(clock, []), since), ir.Constant(I64, _SPIN_TICKS))
+        else:
+            polling = b.icmp_unsigned("<", following, ir.Constant(I64, _SPIN_POLLS))
+        b.cbranch(polling, head, sleep)
+        b.position_at_end(sleep)
+        add(b, sleepers, 1)
+        futex(b, word, _FUTEX_WAIT_PRIVATE, seen32)  # returns at once if the word has changed meanwhile
+        add(b, sleepers, -1)
+        count.add_incoming(ir.Constant(I64, 0), sleep)
+        since.add_incoming(b.call(clock, []) if clock is not None else ir.Constant(I64, 0), sleep)
+        b.branch(head)
+        b.position_at_end(after)
+
+    # i32 run_chunks(state, thread): chunks until none is left or a program fails; 1 if one of ours failed
+    run = ir.Function(module, ir.FunctionType(I32, [PTR, I64]), "tritium_run_chunks")
+    run.linkage = "internal"
+    state, thread = run.args
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    grid = b.inttoptr(load(b, slot(b, state, _GRID), "monotonic"), _GRID_TYPE.as_pointer())
+    args = b.inttoptr(load(b, slot(b, state, _ARGS), "monotonic"), PTR)
+    total = load(b, slot(b, state, _TOTAL), "monotonic")
+    chunk = load(b, slot(b, state, _CHUNK), "monotonic")
+    record = b.inttoptr(load(b, b.gep(state, [b.add(thread, ir.Constant(I64, _RECORDS))], source_etype=I64),
+                             "monotonic"), PTR)
+    take = run.append_basic_block("take")
+    work = run.append_basic_block("work")
+    failed = run.append_basic_block("failed")
+    finished = run.append_basic_block("finished")
+    b.branch(take)
+    b.position_at_end(take)
+    stop = b.icmp_unsigned("!=", load(b, slot(b, state, _FAILED)), ir.Constant(I64, 0))
+    first = b.mul(add(b, slot(b, state, _NEXT), 1), chunk)
+    b.cbranch(b.or_(stop, b.icmp_unsigned(">=", first, total)), finished, work)
+    b.position_at_end(work)
+    end = b.add(first, chunk)
+    last = b.select(b.icmp_unsigned("<", end, total), end, total)
+    status = b.call(grid, [args, first, last, record])
+    b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), failed, take)
+    b.position_at_end(failed)
+    store(b, 1, slot(b, state, _FAILED))
+    store(b, 1, b.gep(state, [b.add(thread, ir.Constant(I64, _STATUSES))], source_etype=I64))
+    b.ret(ir.Constant(I32, 1))
+    b.position_at_end(finished)
+    b.ret(ir.Constant(I32, 0))
+
+    def finish(b, state):
+        """Counts this worker done and wakes the launching thread if it sleeps."""
+        add(b, slot(b, state, _DONE), 1)
+        asleep = b.icmp_unsigned("!=", load(b, slot(b, state, _MAIN_SLEEPS)), ir.Constant(I64, 0))
+        with b.if_then(asleep):
+            futex(b, slot(b, state, _DONE), _FUTEX_WAKE_PRIVATE, ir.Constant(I64, 1))
+
+    # void worker(state, thread): jobs until shutdown
+    worker = ir.Function(module, ir.FunctionType(VOID, [PTR, I64]), "tritium_worker")
+    state, thread = worker.args
+    b = ir.IRBuilder(worker.append_basic_block("entry"))
+    # A pool's generation starts at 0: a worker that starts after the first job was published must
+    # still take it (reading the generation here could miss it, and the launch would wait forever).
+    initial = ir.Constant(I64, 0)
+    loop = worker.append_basic_block("job")
+    entry = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    seen = b.phi(I64)
+    seen.add_incoming(initial, entry)
+    wait_while_equal(worker, b, slot(b, state, _GENERATION), seen, slot(b, state, _SLEEPERS))
+    generation = load(b, slot(b, state, _GENERATION))
+    quit_ = worker.append_basic_block("quit")
+    job = worker.append_basic_block("run")
+    b.cbranch(b.icmp_unsigned("!=", load(b, slot(b, state, _SHUTDOWN)), ir.Constant(I64, 0)), quit_, job)
+    b.position_at_end(job)
+    b.call(run, [state, thread])
+    finish(b, state)
+    seen.add_incoming(generation, b.block)
+    b.branch(loop)
+    b.position_at_end(quit_)
+    b.ret_void()
+
+    # i32 dispatch(state, grid, args, total, chunk, workers): the job to every worker, this thread's
+    # share, then the wait; returns 1 when a program failed
+    dispatch = ir.Function(module, ir.FunctionType(I32, [PTR, I64, I64, I64, I64, I64]), "tritium_dispatch")
+    state, grid_address, args_address, total, chunk, workers = dispatch.args
+    b = ir.IRBuilder(dispatch.append_basic_block("entry"))
+    for index, value in ((_GRID, grid_address), (_ARGS, args_address), (_TOTAL, total), (_CHUNK, chunk),
+                         (_NEXT, ir.Constant(I64, 0)), (_DONE, ir.Constant(I64, 0)), (_FAILED, ir.Constant(I64, 0))):
+        store(b, value, slot(b, state, index))
+    add(b, slot(b, state, _GENERATION), 1)
+    asleep = b.icmp_unsigned("!=", load(b, slot(b, state, _SLEEPERS)), ir.Constant(I64, 0))
+    with b.if_then(asleep):
+        futex(b, slot(b, state, _GENERATION), _FUTEX_WAKE_PRIVATE, ir.Constant(I64, 0x7FFFFFFF))
+    b.call(run, [state, ir.Constant(I64, 0)])
+    # wait until every worker has counted itself done
+    head = dispatch.append_basic_block("wait")
+    done_block = dispatch.append_basic_block("all_done")
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    done = load(b, slot(b, state, _DONE))
+    waiting = dispatch.append_basic_block("not_yet")
+    b.cbranch(b.icmp_unsigned(">=", done, workers), done_block, waiting)
+    b.position_at_end(waiting)
+    store(b, 1, slot(b, state, _MAIN_SLEEPS))
+    scratch_sleepers = slot(b, state, _MAIN_SLEEPS + 1)  # a counter nobody reads
+    wait_while_equal(dispatch, b, slot(b, state, _DONE), done, scratch_sleepers)
+    store(b, 0, slot(b, state, _MAIN_SLEEPS))
+    b.branch(head)
+    b.position_at_end(done_block)
+    failed_any = b.icmp_unsigned("!=", load(b, slot(b, state, _FAILED)), ir.Constant(I64, 0))
+    b.ret(b.zext(failed_any, I32))
+    del entry
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def _functions():
+    """(worker, dispatch) of the compiled module, loaded once per process."""
+    from . import jit
+
+    module = jit.optimize(str(_build_module()))
+    loaded = jit.LoadedObject(jit.emit(module)[0])
+    worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(loaded.address("tritium_worker"))
+    dispatch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                ctypes.c_int64, ctypes.c_int64)(loaded.address("tritium_dispatch"))
+    return loaded, worker, dispatch
+
+
+class Pool:
+    """``threads - 1`` workers waiting in native code; the launching thread is thread 0."""
+
+    def __init__(self, threads: int):
+        self.threads = max(1, min(threads, MAX_THREADS))
+        raw = np.zeros(_SLOTS + 8, dtype=np.int64)
+        start = (-raw.ctypes.data % 64) // 8
+        self.state = raw[start:start + _SLOTS]
+        self.address = self.state.ctypes.data
+        self.lock = threading.Lock()
+        self._loaded, worker, self._dispatch = _functions()
+        self._threads = [threading.Thread(target=worker, args=(self.address, i), daemon=True,
+                                          name=f"tritium-cpu-{i}") for i in range(1, self.threads)]
+        for t in self._threads:
+            t.start()
+
+    def run(self, grid_address: int, args_address: int, total: int, records: list) -> list:
+        """Runs programs [0, total) over the pool; ``records``: one error record address per thread.
+        Returns the indices of the threads whose program failed. The caller holds ``lock``."""
+        state = self.state
+        workers = self.threads - 1
+        for i, address in enumerate(records):
+            state[_RECORDS + i] = address
+            state[_STATUSES + i] = 0
+        chunk = max(1, total // (self.threads * 8))
+        self._dispatch(self.address, grid_address, args_address, total, chunk, workers)
+        return [i for i in range(self.threads) if state[_STATUSES + i]]
+
+    def shutdown(self) -> None:
+        with self.lock:
+            self.state[_SHUTDOWN] = 1
+            _functions()  # loaded
+            # a job with the shutdown flag set: every worker returns
+            self._dispatch(self.address, 0, 0, 0, 1, 0)
+        for t in self._threads:
+            t.join(timeout=1.0)
+
+
+_pool: Optional[Pool] = None
+_pool_guard = threading.Lock()
+
+
+def pool(threads: int) -> Pool:
+    """The process's pool with ``threads`` threads (made again when the count changes)."""
+    global _pool
+    with _pool_guard:
+        if _pool is None or _pool.threads != min(threads, MAX_THREADS):
+            if _pool is not None:
+                _pool.shutdown()
+            _pool = Pool(threads)
+        return _pool
+
+
+def _forget_after_fork() -> None:
+    """A forked child has none of the parent's threads: it makes its own pool when it launches."""
+    global _pool, _pool_guard
+    _pool = None
+    _pool_guard = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
