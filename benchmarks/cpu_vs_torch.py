@@ -5,7 +5,8 @@
 
 The cases are those of ``interpreter_vs_triton.py`` (the kernels in ``kernels.py``, written
 against Triton's API). In one process, for each case: the kernel on the CPU backend (one warm-up
-launch, which compiles, then the median of N launches), torch eager doing the same work, and with
+launch, which compiles) and torch eager doing the same work, timed N times each in alternating
+blocks (so a slow spell of a shared machine falls on both sides), the medians compared; and with
 ``--interpreter`` the interpreter, with ``--checks-cost`` the kernels compiled without bounds
 checks (and the checks' cost: checked ms / unchecked ms - 1), with ``--compile-time`` the cold
 compile time of each case's kernels; every result is checked against
@@ -69,7 +70,6 @@ def main(argv=None) -> int:
         case = cases[name](kernels, torch)
         torch.manual_seed(bench.SEED)
         inputs = case.build()
-        reference_ms, reference = bench.median_ms(lambda: case.reference(inputs), args.repeat)
         os.environ["TRITIUM_BACKEND"] = "cpu"
         first_ms = None
         if args.compile_time:
@@ -80,7 +80,8 @@ def main(argv=None) -> int:
             start = time.perf_counter()
             case.launch(inputs)
             first_ms = (time.perf_counter() - start) * 1e3
-        cpu_ms, result = bench.median_ms(lambda: case.launch(inputs), args.repeat)
+        (cpu_ms, result), (reference_ms, reference) = _alternating(
+            lambda: case.launch(inputs), lambda: case.reference(inputs), args.repeat)
         error = (result.float() - reference.float()).abs().max().item()
         ok = error <= case.tolerance(reference.float())
         failures += not ok
@@ -109,6 +110,26 @@ def main(argv=None) -> int:
         print(f"cold compile, median over the cases: {statistics.median(compile_times):.0f} ms "
               f"(a case's kernels compile at its first launch; the LLVM work runs in a forked child)")
     return 1 if failures else 0
+
+
+def _alternating(ours, theirs, repeat: int, rounds: int = 5):
+    """((median ms, result) of ``ours``, the same of ``theirs``): the two timed in turn, in
+    ``rounds`` blocks each, so that a slow spell of a shared machine falls on both sides alike. Each
+    block starts after a pause and an untimed call: both libraries' worker threads poll for a while
+    after a call before sleeping (torch's OpenMP threads for up to milliseconds), which would take
+    cores from the other side's first calls."""
+    results = [None, None]
+    times: list[list[float]] = [[], []]
+    per_block = max(1, -(-repeat // rounds))
+    for _ in range(rounds):
+        for side, fn in enumerate((ours, theirs)):
+            time.sleep(0.02)
+            results[side] = fn()
+            for _ in range(per_block):
+                start = time.perf_counter()
+                results[side] = fn()
+                times[side].append((time.perf_counter() - start) * 1e3)
+    return [(statistics.median(t), r) for t, r in zip(times, results)]
 
 
 def _forget_compiled() -> None:

@@ -54,14 +54,18 @@ _RECORDS, _STATUSES = 48, 48 + MAX_THREADS
 _SLOTS = _STATUSES + MAX_THREADS
 
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
+_YIELD_SYSCALL = {"x86_64": 24, "aarch64": 124}  # sched_yield
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 # How long a thread polls a futex word before sleeping on it: on x86-64, 2^19 time-stamp counter
 # ticks (0.1-0.3 ms at the counter's 1.5-4 GHz), long enough for back-to-back launches (a few to
 # tens of microseconds of Python apart) to find the workers awake -- waking a sleeping thread costs
 # 50-80 us on a small virtual machine -- and short enough not to hold a core that another process
 # wants for long. Elsewhere a count of polls.
+# After the first 2^14 ticks (about 5 us) each poll also yields the core (sched_yield), so that a
+# runnable thread of this or another process (torch's OpenMP workers, say) is not kept waiting.
 _SPIN_TICKS = 1 << 19
 _SPIN_POLLS = 1 << 16
+_PAUSE_TICKS, _PAUSE_POLLS = 1 << 14, 1 << 10
 
 _GRID_TYPE = ir.FunctionType(I32, [PTR, I64, I64, PTR])
 
@@ -73,6 +77,7 @@ def available() -> bool:
 def _build_module() -> ir.Module:
     module = ir.Module(name="tritium_workers")
     futex_number = _FUTEX_SYSCALL[platform.machine()]
+    yield_number = _YIELD_SYSCALL[platform.machine()]
     syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
     pause = clock = None
     if platform.machine() == "x86_64":
@@ -114,15 +119,22 @@ def _build_module() -> ir.Module:
         current = b.and_(load(b, word), ir.Constant(I64, 0xFFFFFFFF))
         b.cbranch(b.icmp_unsigned("!=", current, seen32), after, spin)
         b.position_at_end(spin)
-        if pause is not None:
-            b.call(pause, [])
         following = b.add(count, ir.Constant(I64, 1))
-        count.add_incoming(following, spin)
-        since.add_incoming(since, spin)
         if clock is not None:
-            polling = b.icmp_unsigned("<", b.sub(b.call(clock, []), since), ir.Constant(I64, _SPIN_TICKS))
+            elapsed = b.sub(b.call(clock, []), since)
+            short = b.icmp_unsigned("<", elapsed, ir.Constant(I64, _PAUSE_TICKS))
+            polling = b.icmp_unsigned("<", elapsed, ir.Constant(I64, _SPIN_TICKS))
         else:
+            short = b.icmp_unsigned("<", following, ir.Constant(I64, _PAUSE_POLLS))
             polling = b.icmp_unsigned("<", following, ir.Constant(I64, _SPIN_POLLS))
+        with b.if_else(short) as (then, otherwise):
+            with then:
+                if pause is not None:
+                    b.call(pause, [])
+            with otherwise:
+                b.call(syscall, [ir.Constant(I64, yield_number)])
+        count.add_incoming(following, b.block)
+        since.add_incoming(since, b.block)
         b.cbranch(polling, head, sleep)
         b.position_at_end(sleep)
         add(b, sleepers, 1)
