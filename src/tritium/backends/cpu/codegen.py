@@ -22,6 +22,7 @@ The module has two functions: ``program`` (one program of the grid) and ``grid``
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -95,6 +96,9 @@ class Codegen:
                  hardware_ldexp: bool = False):
         self.fn = fn
         self.checks = checks  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
+        self._cold = 0  # inside code that rarely runs (Codegen.cold)
+        self._loop_options: dict = {}
+        self._boxes: dict[int, bool] = {}  # mask value id -> it is a box mask
         self.module = ir.Module(name=fn.name)
         if hardware_ldexp:
             math.use_hardware_ldexp(self.module)
@@ -532,11 +536,24 @@ class Codegen:
         following = b.add(i, ir.Constant(I64, 1))
         i.add_incoming(following, b.block)
         latch = b.cbranch(b.icmp_signed("<", following, count), loop, after)
-        if isinstance(count, ir.Constant) and count.constant >= 16 and self._is_innermost(loop):
+        if self._cold:
+            latch.set_metadata("llvm.loop", self._loop_metadata("llvm.loop.unroll.disable", "llvm.loop.vectorize.enable"))
+        elif isinstance(count, ir.Constant) and count.constant >= 16 and self._is_innermost(loop):
             # Kept a loop for the vectorizer: fully unrolled first, LLVM would vectorize the loop
             # around it instead, with gathers across rows.
-            latch.set_metadata("llvm.loop", self._keep_loop_metadata())
+            latch.set_metadata("llvm.loop", self._loop_metadata("llvm.loop.unroll.disable"))
         b.position_at_end(after)
+
+    @contextlib.contextmanager
+    def cold(self, really: bool = True):
+        """Code emitted inside runs rarely (the masked tail of a box-masked access, a check's slow
+        path): its loops are kept scalar, which spares LLVM the time of vectorizing them (a third of
+        a kernel's compile time) and the object their code."""
+        self._cold += bool(really)
+        try:
+            yield
+        finally:
+            self._cold -= bool(really)
 
     def _is_innermost(self, header) -> bool:
         """True when no loop was opened inside the loop whose header block is ``header``."""
@@ -545,13 +562,20 @@ class Codegen:
         return not any(block.name.startswith("loop") and block is not header for block in blocks[start + 1:]
                        if not block.name.startswith("loop_end"))
 
-    def _keep_loop_metadata(self):
-        if getattr(self, "_loop_md", None) is None:
-            option = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.disable")])
-            self._loop_options = option
-            self._loop_md = True
-        node = self.module.add_metadata([self._loop_options, self._loop_options])
-        node.operands = (node, self._loop_options)  # a loop ID refers to itself
+    def _loop_metadata(self, *disabled: str):
+        """A distinct loop ID (it refers to itself) whose options turn off ``disabled``
+        (``llvm.loop.unroll.disable``, or ``llvm.loop.vectorize.enable`` set to false)."""
+        options = []
+        for name in disabled:
+            option = self._loop_options.get(name)
+            if option is None:
+                fields = [ir.MetaDataString(self.module, name)]
+                if name.endswith(".enable"):
+                    fields.append(ir.Constant(I1, 0))
+                option = self._loop_options[name] = self.module.add_metadata(fields)
+            options.append(option)
+        node = self.module.add_metadata([options[0]] + options)
+        node.operands = (node, *options)
         return node
 
     def loop_nest(self, shape, body, prefix=()) -> None:
@@ -710,7 +734,8 @@ class Codegen:
             if self.checks and mask is None:
                 b.store(b.load(outside), bad)
             elif self.checks:
-                self.if_then(b.load(outside), lambda: self._runs_only(shape, run, lanes_of_outside_run))
+                with self.cold():
+                    self.if_then(b.load(outside), lambda: self._runs_only(shape, run, lanes_of_outside_run))
         elif run == 1 and (self.checks or extent is not None):
             self.loop_nest(shape, lane)
         every = None
@@ -723,7 +748,8 @@ class Codegen:
                 self.loop_nest(_shape(mask.type),
                                lambda idx: b.store(b.and_(b.load(every), self.value_at(mask, idx)), every))
         if self.checks:
-            self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
+            with self.cold():
+                self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
         return every
 
     def _box_is_full(self, mask: Value) -> Optional[ir.Value]:
@@ -802,10 +828,22 @@ class Codegen:
         for block, masked in ((full, False), (partial, True)):
             b.position_at_end(block)
             saved = dict(self.memo)
-            emit(masked)
+            with self.cold(masked and self._is_box(mask)):
+                emit(masked)
             self.memo = saved
             b.branch(after)
         b.position_at_end(after)
+
+    def _all_boxes(self, masks) -> bool:
+        return all(m is None or self._is_box(m) for m in masks)
+
+    def _is_box(self, mask: Value) -> bool:
+        """True when ``mask`` is a box (a tail): a block whose mask is not full is then rare."""
+        known = self._boxes.get(mask.id)
+        if known is None:
+            box = classify_mask(mask, self.axis)
+            known = self._boxes[mask.id] = box is not None and all(bound.test is not None for bound in box.bounds)
+        return known
 
     def lower_load(self, op: Operation) -> None:
         b = self.b
@@ -841,8 +879,9 @@ class Codegen:
         if mask is not None:  # lanes left inactive read `other` (0 without it)
             fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
             b_every = b.load(every)
-            self.if_then(b.not_(b_every), lambda: self.loop_nest(buffer.shape, lambda idx: self.store_buffer(
-                buffer, idx, convert(fill_value(idx)))))
+            with self.cold(self._is_box(mask)):
+                self.if_then(b.not_(b_every), lambda: self.loop_nest(buffer.shape, lambda idx: self.store_buffer(
+                    buffer, idx, convert(fill_value(idx)))))
         self._element_type = memory_type(dtype)
         self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
             buffer, idx, convert(self._read(address, dtype, volatile))))
@@ -945,16 +984,18 @@ class Codegen:
         self.memo = dict(saved)
         b.branch(done)
         b.position_at_end(masked)
-        self.access_nest(pointer, every, mask, write)
+        with self.cold(self._all_boxes([mask] + [self.deferred[v.id][0].operand("mask") for v in fused])):
+            self.access_nest(pointer, every, mask, write)
         self.memo = dict(saved)
         b.branch(done)
-        # staged: the loads into buffers, then the store
+        # staged (the store may overwrite what a load reads): the loads into buffers, then the store
         b.position_at_end(staged)
-        for v in fused:
-            buffer = self.new_buffer(v.type.scalar, _shape(v.type))
-            self.fill(buffer, v)
-            self.buffers[v.id] = buffer
-        self.access_nest(pointer, every, mask, write)
+        with self.cold():
+            for v in fused:
+                buffer = self.new_buffer(v.type.scalar, _shape(v.type))
+                self.fill(buffer, v)
+                self.buffers[v.id] = buffer
+            self.access_nest(pointer, every, mask, write)
         for v in fused:
             del self.buffers[v.id]
         self.memo = dict(saved)
