@@ -10,7 +10,9 @@ import ctypes
 import ctypes.util
 import functools
 import os
-import pickle
+import re
+import struct
+import tempfile
 import threading
 
 import llvmlite.binding as llvm
@@ -53,7 +55,7 @@ def target_machine():
 
 def optimize(llvm_ir: str, vectorize: bool = True):
     """The parsed, verified and optimized (O3, loop and SLP vectorization) module of ``llvm_ir``."""
-    _initialized()
+    _check_symbols(llvm_ir)
     with _lock:
         return _optimize_unlocked(llvm_ir, vectorize)
 
@@ -78,10 +80,6 @@ def _optimize_unlocked(llvm_ir: str, vectorize: bool):
     options.loop_unrolling = True
     builder = llvm.create_pass_builder(machine, options)
     builder.getModulePassManager().run(module, builder)
-    for function in module.functions:  # a call to a symbol the process lacks would jump to address 0
-        if function.is_declaration and not function.name.startswith("llvm.") and \
-                not llvm.address_of_symbol(function.name):
-            raise RuntimeError(f"the compiled kernel calls {function.name}, which this process does not define")
     return module
 
 
@@ -102,13 +100,14 @@ def emit(module) -> tuple[bytes, str]:
 def compile_to_object(llvm_ir: str) -> bytes:
     """The object code of ``llvm_ir``, optimized. LLVM stops the whole process when one of its
     internal assertions fails (some loops trip the vectorizer's cost models), so where the system can
-    fork, the compilation runs in a forked child: a child that dies is retried without vectorization,
-    and only when that dies too is it an error, with what LLVM printed."""
+    fork, the compilation runs in a child process (``_CompileServer``): a child that dies is retried
+    without vectorization, and only when that dies too is it an error, with what LLVM printed."""
+    _check_symbols(llvm_ir)
     if not hasattr(os, "fork"):
         return emit(optimize(llvm_ir))[0]
     failures = []
     for vectorize in (True, False):
-        result, message = _in_child(llvm_ir, vectorize)
+        result, message = _server.compile(llvm_ir, vectorize)
         if result is not None:
             return result
         failures.append(message)
@@ -116,39 +115,114 @@ def compile_to_object(llvm_ir: str) -> bytes:
                        + failures[-1].strip()[-2000:])
 
 
-def _in_child(llvm_ir: str, vectorize: bool):
-    """(object, "") from a forked child, or (None, what the child printed on stderr)."""
+_DECLARED = re.compile(r'^declare [^@\n]*@"?([\w.$]+)"?\(', re.M)
+
+
+def _check_symbols(llvm_ir: str) -> None:
+    """A call to a symbol the process lacks would jump to address 0: refused before compiling (in
+    this process, which has the symbols the launcher registers; the compiling child may be older)."""
     _initialized()
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    with _lock:
-        pid = os.fork()
-        if pid == 0:  # the child: compile, send, leave without running the parent's exit handlers
-            status = 3
+    for name in _DECLARED.findall(llvm_ir):
+        if not name.startswith("llvm.") and not llvm.address_of_symbol(name):
+            raise RuntimeError(f"the compiled kernel calls {name}, which this process does not define")
+
+
+class _CompileServer:
+    """A child process, forked at the first compilation, that optimizes and emits modules sent
+    through a pipe: one fork per process instead of one per kernel (a fork of a process that has
+    torch loaded costs 10-30 ms). A child that dies (an LLVM assertion) is reported with what it
+    printed and replaced at the next request."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pid = None
+        self.streams = ()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """In a forked child of this process: the server is the parent's (its pipes are closed here,
+        so that it still sees the parent close them); a new one starts when this child compiles."""
+        self.lock = threading.Lock()
+        self._close()
+        self.pid = None
+
+    def _close(self) -> None:
+        for stream in self.streams:
             try:
-                os.close(out_read)
-                os.close(err_read)
-                os.dup2(err_write, 2)
+                stream.close()
+            except OSError:
+                pass
+        self.streams = ()
+
+    def _start(self) -> None:
+        _initialized()
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        errors = tempfile.TemporaryFile()
+        with _lock:
+            pid = os.fork()
+        if pid == 0:  # the child: serve until the parent closes the pipe; never run the parent's exit handlers
+            try:
+                os.close(requests_write)
+                os.close(replies_read)
+                os.dup2(errors.fileno(), 2)
                 import faulthandler
 
                 faulthandler.disable()  # an abort inside LLVM is reported by the parent, once
-                module = _optimize_unlocked(llvm_ir, vectorize)
-                machine = target_machine()
-                payload = pickle.dumps(machine.emit_object(module))
-                with os.fdopen(out_write, "wb") as pipe:
-                    pipe.write(payload)
-                status = 0
+                _serve(requests_read, replies_write)
+            except BaseException:  # noqa: BLE001 - the parent reports what was printed
+                import traceback
+
+                traceback.print_exc()
             finally:
-                os._exit(status)
-    os.close(out_write)
-    os.close(err_write)
-    with os.fdopen(out_read, "rb") as pipe, os.fdopen(err_read, "rb") as errors:
-        payload = pipe.read()
-        printed = errors.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    if status == 0 and payload:
-        return pickle.loads(payload), ""
-    return None, printed
+                os._exit(0)
+        os.close(requests_read)
+        os.close(replies_write)
+        self.pid = pid
+        self.requests = os.fdopen(requests_write, "wb")
+        self.replies = os.fdopen(replies_read, "rb")
+        self.errors = errors
+        self.streams = (self.requests, self.replies, self.errors)
+
+    def compile(self, llvm_ir: str, vectorize: bool):
+        """(object, "") or (None, what the child printed before it died)."""
+        with self.lock:
+            if self.pid is None:
+                self._start()
+            data = llvm_ir.encode()
+            try:
+                self.requests.write(struct.pack("<QB", len(data), vectorize) + data)
+                self.requests.flush()
+                header = self.replies.read(8)
+                payload = self.replies.read(struct.unpack("<Q", header)[0]) if len(header) == 8 else b""
+                if len(header) == 8 and len(payload) == struct.unpack("<Q", header)[0]:
+                    return payload, ""
+            except (BrokenPipeError, OSError, struct.error):
+                pass
+            # the child died
+            self.errors.seek(0)
+            printed = self.errors.read().decode(errors="replace")
+            self._close()
+            os.waitpid(self.pid, 0)
+            self.pid = None
+            return None, printed
+
+
+def _serve(requests: int, replies: int) -> None:
+    with os.fdopen(requests, "rb") as inbox, os.fdopen(replies, "wb") as outbox:
+        while True:
+            header = inbox.read(9)
+            if len(header) < 9:
+                return
+            size, vectorize = struct.unpack("<QB", header)
+            module = _optimize_unlocked(inbox.read(size).decode(), bool(vectorize))
+            obj = target_machine().emit_object(module)
+            outbox.write(struct.pack("<Q", len(obj)) + obj)
+            outbox.flush()
+
+
+_server = _CompileServer()
 
 
 class LoadedObject:
