@@ -21,8 +21,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tritium demo
 
-# The suite's kernels that exercise execution (not the interpreter's own machinery) also run on the
-# compiled CPU backend, checked by the same oracles.
+# The whole suite runs on the interpreter (named, so that tests of its own machinery run there);
+# then the kernels that exercise execution (not the interpreter's own machinery) run again with
+# the default backend, the compiled CPU backend, checked by the same oracles.
 CPU_BACKEND_TESTS := tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py \
 	tests/test_reductions_and_dot.py tests/test_control_flow.py tests/test_early_return.py \
 	tests/test_break_continue.py tests/test_random.py tests/test_device_print.py tests/test_cross_program.py \
@@ -30,8 +31,8 @@ CPU_BACKEND_TESTS := tests/test_elementwise.py tests/test_casts.py tests/test_sh
 	tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/ops
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 tests
-	TRITIUM_BACKEND=cpu $(BIN)/python -m pytest -n 2 $(CPU_BACKEND_TESTS)
+	TRITIUM_BACKEND=interpreter $(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 2 $(CPU_BACKEND_TESTS)
 
 clean:
 	rm -rf $(VENV)

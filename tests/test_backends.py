@@ -30,6 +30,12 @@ def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 3 + 1, mask=mask)
 
 
+@pytest.fixture(autouse=True)
+def _backend_chosen_by_the_memory(monkeypatch):
+    """These tests are about the choice of backend: TRITIUM_BACKEND is unset unless a test sets it."""
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+
+
 @pytest.fixture
 def registered():
     """Registers test-only backends by "module:Class" path, as a real one is; back to the built-in
@@ -55,22 +61,25 @@ def _launch(kernel, n=50):
 
 
 # the registry ------------------------------------------------------------------------------------------
-def test_the_interpreter_is_the_first_registered_backend_for_host_memory():
-    assert registry.names() == ["interpreter", "cpu", "cuda"]
+def test_the_compiled_cpu_backend_is_the_first_registered_backend_for_host_memory(monkeypatch):
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    assert registry.names() == ["cpu", "interpreter", "cuda"]
     backend = registry.get("interpreter")
     assert isinstance(backend, Backend) and backend.is_available()
     assert backend.devices == {"cpu"} and backend.stages == ("ttir",) and backend.cached_stages == ()
-    assert [b.name for b in registry.available("cpu")] == ["interpreter", "cpu"]
+    assert [b.name for b in registry.available("cpu")] == ["cpu", "interpreter"]
     if not registry.get("cuda").is_available():
         assert registry.available("cuda") == []
     compiled = _launch(triton.jit(scale_kernel.fn))
-    assert compiled.backend == "interpreter"
+    assert compiled.backend == "cpu"
     assert compiled.asm["ttir"] == str(compiled.ir)
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+    assert _launch(triton.jit(scale_kernel.fn)).backend == "interpreter"
 
 
 def test_an_unknown_backend_name_lists_the_registered_ones(monkeypatch):
     monkeypatch.setenv("TRITIUM_BACKEND", "llvm")
-    with pytest.raises(LaunchError, match=r"there is no backend 'llvm'; the backends are interpreter \(serves cpu\); cpu \(serves cpu\)"):
+    with pytest.raises(LaunchError, match=r"there is no backend 'llvm'; the backends are cpu \(serves cpu\); interpreter \(serves cpu\)"):
         _launch(triton.jit(scale_kernel.fn))
     monkeypatch.setenv("TRITIUM_BACKEND", "Interpreter")  # names are case-insensitive
     _launch(triton.jit(scale_kernel.fn))
@@ -107,7 +116,8 @@ def test_a_second_backend_is_one_registry_entry(monkeypatch, registered):
     backend = registered("copy")
     helpers_backends.CopyBackend.compiled = 0
     kernel = triton.jit(scale_kernel.fn)
-    assert _launch(kernel).backend == "interpreter", "the interpreter stays first for host memory"
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    assert _launch(kernel).backend == "cpu", "the compiled CPU backend stays first for host memory"
     monkeypatch.setenv("TRITIUM_BACKEND", "copy")
     compiled = _launch(kernel)
     assert compiled.backend == "copy" and helpers_backends.CopyBackend.compiled == 1
@@ -204,7 +214,7 @@ def test_cached_stages_are_stored_loaded_and_rebuilt_when_damaged(monkeypatch, r
     assert len(_kernel_files()) == 2, "other IR, another entry"
 
 
-def test_the_interpreter_writes_nothing_to_the_kernel_cache():
+def test_the_interpreter_writes_nothing_to_the_kernel_cache(on_the_interpreter):
     _launch(triton.jit(scale_kernel.fn))
     assert _kernel_files() == []
 
@@ -246,6 +256,7 @@ def test_validation_passes_a_correct_backend_and_leaves_the_arguments_as_it_wrot
 def test_validation_copies_device_memory_to_the_host_and_back(monkeypatch, registered):
     """A backend on device memory (a GPU's) is validated through its copy_to_host: the arguments are
     copied for the interpreter's launch and read back for the comparison."""
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)  # the device's backend, chosen by the memory
     registry.unregister("cuda")
     registered("device", first=True)
     x = helpers_backends._DeviceView(np.arange(20, dtype=np.float32))
@@ -261,7 +272,7 @@ def test_validation_copies_device_memory_to_the_host_and_back(monkeypatch, regis
                                           BLOCK=16)
 
 
-def test_validation_is_a_no_op_on_the_interpreter(monkeypatch):
+def test_validation_is_a_no_op_on_the_interpreter(monkeypatch, on_the_interpreter):
     monkeypatch.setenv("TRITIUM_VALIDATE", "interpreter")
     monkeypatch.setattr(validate, "launch_and_compare", lambda *a: pytest.fail("validated against itself"))
     _launch(triton.jit(scale_kernel.fn))

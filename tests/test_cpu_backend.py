@@ -582,3 +582,36 @@ def test_a_process_whose_first_compiled_kernel_prints(tmp_path):
     done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [f"pid (0, 0, 0) idx ({i}) x: {i}.000000" for i in range(4)]
+
+
+@triton.jit
+def _spin_unless_even(out_ptr):
+    pid = tl.program_id(0)
+    x = pid % 2
+    while x != 0:  # odd programs never leave
+        x = x * 1
+    tl.store(out_ptr + pid, pid)
+
+
+@triton.jit
+def _long_but_finite(out_ptr, n):
+    pid = tl.program_id(0)
+    x = pid * 0 + n
+    while x > 0:  # n iterations, each changing x: never taken for endless
+        x -= 1
+    tl.store(out_ptr + pid, x + 7)
+
+
+def test_a_while_loop_that_repeats_itself_is_a_deadlock_error_not_a_hang(monkeypatch):
+    from tritium.errors import DeadlockError
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_SPIN_CHECK_AFTER", "5")
+    out = np.zeros(6, np.int32)
+    with pytest.raises(DeadlockError, match=r"program \(1, 0, 0\)") as info:
+        _spin_unless_even[(6,)](out)
+    assert "never ends" in str(info.value) and "while x != 0" in str(info.value)
+    assert info.value.program_id == (1, 0, 0)
+    out = np.zeros(3, np.int32)
+    _long_but_finite[(3,)](out, 100_000)
+    assert out.tolist() == [7, 7, 7]

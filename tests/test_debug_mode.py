@@ -522,7 +522,7 @@ def _same_bits_with_and_without_debug(launch, outputs):
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed programs are not here")
-def test_seed_gelu_kernels_are_clean_in_debug_mode():
+def test_seed_gelu_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug mode is the interpreter's: same bits both ways
     ch12 = _load_with_triton_alias(SEEDS / "ch12_04_standalone_complete.py", "_seed_ch12_04")
     ch16 = _load_with_triton_alias(SEEDS / "ch16_04_standalone_complete.py", "_seed_ch16_04")
     x = torch.randn(3000)
@@ -541,7 +541,7 @@ def test_seed_gelu_kernels_are_clean_in_debug_mode():
     torch.testing.assert_close(out, torch.ops.aten.gelu_backward(dy, x), atol=1e-6, rtol=1e-5)
 
 
-def test_benchmark_kernels_are_clean_in_debug_mode():
+def test_benchmark_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug mode is the interpreter's: same bits both ways
     k = _benchmark_kernels()
     rng = np.random.default_rng(0)
     a = rng.standard_normal((96, 80)).astype(np.float32)

@@ -313,7 +313,7 @@ def _unmasked_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("kernel,name,access", [(_unmasked_load_kernel, "x_ptr", "load"),
                                                 (_unmasked_store_kernel, "out_ptr", "store")],
                          ids=["load", "store"])
-def test_unmasked_tail_is_out_of_bounds(kernel, name, access):
+def test_unmasked_tail_is_out_of_bounds(kernel, name, access, on_the_interpreter):
     n, block = 10000, 1024  # 10 programs; the last covers 9216..10239
     x = torch.randn(n)
     out = torch.full((n,), -3.0)

@@ -23,6 +23,9 @@ import tritium.language as tl
 from tritium.backends.interpreter import hint_check
 from tritium.errors import HintViolationError
 
+# The interpreter's own behaviour: its kernels run on it whatever the default backend is.
+pytestmark = pytest.mark.usefixtures("on_the_interpreter")
+
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings():

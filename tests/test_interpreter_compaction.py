@@ -13,6 +13,9 @@ import tritium as triton
 import tritium.language as tl
 from tritium.errors import DeadlockError, OutOfBoundsError
 
+# The interpreter's own behaviour: its kernels run on it whatever the default backend is.
+pytestmark = pytest.mark.usefixtures("on_the_interpreter")
+
 
 @triton.jit
 def ragged_rows(x_ptr, lengths_ptr, sums_ptr, maxes_ptr, last_ptr, out_ptr, ROW: tl.constexpr, BLOCK: tl.constexpr):

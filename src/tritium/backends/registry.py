@@ -15,8 +15,8 @@ from .base import Backend
 
 # name -> "module:Class", in order of preference.
 BACKENDS: dict[str, str] = {
-    "interpreter": "tritium.backends.interpreter:InterpreterBackend",
     "cpu": "tritium.backends.cpu:CPUBackend",
+    "interpreter": "tritium.backends.interpreter:InterpreterBackend",
     "cuda": "tritium.backends.cuda:CUDABackend",
 }
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DeviceAssertionError, OutOfBoundsError, render_location
+from ..errors import DeadlockError, DeviceAssertionError, OutOfBoundsError, render_location
 
 OUT_OF_BOUNDS = 1
 ASSERT = 2
 GATHER_INDEX = 3
 HISTOGRAM_VALUE = 4
+ENDLESS_LOOP = 5
 RECORD_SLOTS = 8
 
 
@@ -61,14 +62,23 @@ def raise_reported(kernel: str, op, code: int, pid: tuple, lane: int, value: int
             "clamp the index (tl.minimum/tl.maximum) or build it so that it stays within the source block")
         raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=value, extent=extra,
                                tensor="src", access="gather")
+    if code == ENDLESS_LOOP:
+        message = render_location(
+            op.loc, f"the while loop in kernel '{kernel}' never ends for program {pid}: iteration {value} left "
+            "every value the loop carries as it was, so every later iteration will too",
+            "check the loop condition and the values the loop updates (a program that must wait for another "
+            "one to write memory has to read that memory inside the loop)")
+        raise DeadlockError(message, loc=op.loc, program_ids=[pid], kernel=kernel)
     raise AssertionError(f"error record code {code}")
 
 
-def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, source, arguments) -> None:
+def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, source, arguments,
+                        bad_lanes: int = 0) -> None:
     """Raises the OutOfBoundsError of an access of ``op`` at byte ``address``. ``arguments``: per
     pointer argument (in order), ``(name, base address, lowest byte, one past the highest)``;
     ``source``: the position of the argument the pointer derives from (pointer provenance), or
-    None / a negative number when unknown (the argument whose memory holds the address is named)."""
+    None / a negative number when unknown (the argument whose memory holds the address is named);
+    ``bad_lanes``: how many active lanes of the program's access are outside (0: not counted)."""
     from ..compiler.ir import types as T
 
     access = {"load": "load", "store": "store"}.get(op.opcode, "atomic")
@@ -93,8 +103,9 @@ def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, so
                        f"(valid offsets 0..{extent - 1})")
         else:
             problem = f"a misaligned address (byte {offset}) inside '{arg_name}'"
+        others = f"; {bad_lanes} lanes of this program are out of bounds" if bad_lanes > 1 else ""
         message = render_location(op.loc, f"out-of-bounds {access} in kernel '{kernel}': program {pid}, "
-                                  f"{text} touches {problem}", hint)
+                                  f"{text} touches {problem}{others}", hint)
         raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=offset // size,
                                extent=extent, tensor=arg_name, access=access)
     what = "a null pointer" if address == 0 else "an address that belongs to no tensor argument"

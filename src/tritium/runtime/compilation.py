@@ -65,6 +65,10 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     except Exception as error:  # not the kernel's mistake: the compiler's
         raise internal_error(error, kernel=kernel_fn.__name__, loc=None, opcode="",
                              where="the compiler") from error
+    if not config.backend_name() and backend.name != "interpreter" and "cpu" in backend.devices and \
+            backend.declines(compiled_ir.function):
+        interpreter = registry.get("interpreter")  # the default backend leaves this kernel to the interpreter
+        return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
     try:

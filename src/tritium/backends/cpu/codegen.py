@@ -40,6 +40,7 @@ from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, item_size, memory_type, register_type
 # the error record's codes and size (backends/reports.py)
 from ..reports import ASSERT as ERROR_ASSERT
+from ..reports import ENDLESS_LOOP as ERROR_ENDLESS_LOOP
 from ..reports import GATHER_INDEX as ERROR_GATHER_INDEX
 from ..reports import HISTOGRAM_VALUE as ERROR_HISTOGRAM_VALUE
 from ..reports import OUT_OF_BOUNDS as ERROR_OUT_OF_BOUNDS
@@ -52,9 +53,11 @@ STACK_BYTES = 256 * 1024
 # pass, and its loop body holds this many copies of the leaf's computation.
 REDUCE_FAN_IN = 8
 
-# args block: [grid x, grid y, grid z, kernel token (for prints), then per run-time argument one slot, then per pointer
-# argument its [low, high) byte range]
-HEADER_SLOTS = 4
+# args block: [grid x, grid y, grid z, kernel token (for prints), the iteration from which a while loop is watched
+# for repeating itself (TRITIUM_SPIN_CHECK_AFTER), then per run-time argument one slot, then per pointer argument
+# its [low, high) byte range]
+HEADER_SLOTS = 5
+SPIN_CHECK_SLOT = 4
 # The function a print op calls: (kernel token, op index, pid x, y, z, pointers to each operand's lanes).
 PRINT_SYMBOL = "tritium_cpu_print"
 
@@ -249,6 +252,8 @@ class Codegen:
             slot += 1
             self.scalars[a.id] = self._unpack_argument(raw, a.type)
         self.kernel_token = b.load(b.gep(args_block, [ir.Constant(I64, 3)], source_etype=I64), typ=I64)
+        self.spin_check_after = b.load(b.gep(args_block, [ir.Constant(I64, SPIN_CHECK_SLOT)], source_etype=I64),
+                                       typ=I64)
         for _ in self.pointer_args:
             low = b.load(b.gep(args_block, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
             high = b.load(b.gep(args_block, [ir.Constant(I64, slot + 1)], source_etype=I64), typ=I64)
@@ -780,17 +785,27 @@ class Codegen:
         self.loop_nest(outer, per_outer)
 
     def _report_bad_lane(self, pointer: Value, mask, size: int, shape) -> None:
-        """Finds the first bad lane in order and fails with it (the slow path of the check)."""
+        """Counts the bad lanes, then finds the first in order and fails with it and the count (the
+        slow path of the check)."""
         b = self.b
         strides = row_major_strides(shape)
+        count = self.scalar_slot(I64)
+        b.store(ir.Constant(I64, 0), count)
 
-        def lane(idx):
+        def is_bad(idx):
             address = b.ptrtoint(self.value_at(pointer, idx), I64)
             wrong = b.not_(self._in_bounds(pointer, address, size))
-            if mask is not None:
-                wrong = b.and_(wrong, self.value_at(mask, idx))
-            self.if_then(wrong, lambda: self.fail(ERROR_OUT_OF_BOUNDS, self.linear(idx, strides), address))
+            return address, (b.and_(wrong, self.value_at(mask, idx)) if mask is not None else wrong)
 
+        def tally(idx):
+            b.store(b.add(b.load(count), b.zext(is_bad(idx)[1], I64)), count)
+
+        def lane(idx):
+            address, wrong = is_bad(idx)
+            self.if_then(wrong, lambda: self.fail(ERROR_OUT_OF_BOUNDS, self.linear(idx, strides), address,
+                                                  b.load(count)))
+
+        self.loop_nest(shape, tally)
         self.loop_nest(shape, lane)
         b.ret(ir.Constant(I32, 1))  # not reached: some lane was bad
 
@@ -1267,6 +1282,10 @@ class Codegen:
         b.branch(header)
         b.position_at_end(header)
         phis = self._enter_loop(slots, before.args, inits, pre)
+        watched = self.checks and self._watches_for_repeats(op, slots)
+        if watched:
+            count = b.phi(I64)
+            count.add_incoming(ir.Constant(I64, 0), pre)
         saved = dict(self.memo)
         condition_op = self.lower_region(before)
         condition = self.value_at(condition_op.operands[0], ())
@@ -1285,14 +1304,45 @@ class Codegen:
         self._copy_into(slots, yields)
         scalar_next = [self.value_at(v, ()) if s is None else None for s, v in zip(slots, yields)]
         self.memo = saved
+        if watched:
+            self.current = op  # the error names the while loop's line
+            self._fail_if_repeated(count, phis, scalar_next)
         latch = b.block
         for phi, value in zip(phis, scalar_next):
             if phi is not None:
                 phi.add_incoming(value, latch)
+        if watched:
+            count.add_incoming(b.add(count, ir.Constant(I64, 1)), latch)
         b.branch(header)
         b.position_at_end(exit_bb)
         for r, slot, value in zip(op.results, pass_slots, passed_scalars):
             self._bind(r, slot if slot is not None else value)
+
+    def _watches_for_repeats(self, op: Operation, slots) -> bool:
+        """A ``while`` loop that carries scalars only and touches no memory: if one iteration leaves
+        every carried value as it was, every later one does too, and the loop never ends (a GPU would
+        hang; the interpreter raises DeadlockError, and so does this backend). Loops that read or
+        write memory are not watched: their next iteration may differ."""
+        if any(slot is not None for slot in slots):
+            return False
+        return not any(inner.opcode in ("load", "store", "atomic_rmw", "atomic_cas", "print", "assert")
+                       for region in op.regions for inner in region.walk())
+
+    def _fail_if_repeated(self, count, before, after) -> None:
+        """From iteration ``spin_check_after`` on: the program fails (``ENDLESS_LOOP``) when the
+        carried values ``after`` this iteration are those ``before`` it, bit for bit."""
+        b = self.b
+        same = b.icmp_unsigned(">=", count, self.spin_check_after)
+        for old, new in zip(before, after):
+            if isinstance(old.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+                width = ir.IntType(64 if isinstance(old.type, ir.DoubleType) else
+                                   32 if isinstance(old.type, ir.FloatType) else 16)
+                old, new = b.bitcast(old, width), b.bitcast(new, width)
+            elif isinstance(old.type, ir.PointerType):
+                old, new = b.ptrtoint(old, I64), b.ptrtoint(new, I64)
+            same = b.and_(same, b.icmp_unsigned("==", old, new))
+        with self.cold():
+            self.if_then(same, lambda: self.fail(ERROR_ENDLESS_LOOP, ir.Constant(I64, 0), count))
 
     # cross-lane ops ----------------------------------------------------------------------------------
     def _scratch_copy(self, v: Value) -> Buffer:

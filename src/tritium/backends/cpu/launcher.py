@@ -97,7 +97,7 @@ class Executable:
         total = gx * gy * gz
         if total <= 0:
             return
-        slots = [gx, gy, gz, self.token]
+        slots = [gx, gy, gz, self.token, config.spin_check_after()]
         bounds = []
         keepalive = []
         for name, ty, value in args:
@@ -125,6 +125,7 @@ class Executable:
             return None
         plan = parameter_plan(arg_names, self.fn.args)
         token = self.token
+        spin_check_after = config.spin_check_after()  # read when the fast path is set up
 
         def launch(grid3, values) -> bool:
             gx, gy, gz = grid3
@@ -132,7 +133,7 @@ class Executable:
             if total <= 0:
                 return False
             _tune_malloc()
-            slots = [gx, gy, gz, token]
+            slots = [gx, gy, gz, token, spin_check_after]
             bounds = []
             for name, bits in plan:
                 value = values[name]
@@ -248,7 +249,7 @@ class Executable:
             high = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position + 1])
             arguments.append((self.fn.arg_names[arg_index], base, low, high))
         reports.raise_out_of_bounds(name, op, pid, lane, address, self.provenance.get(op.operand("pointer").id),
-                                    arguments)
+                                    arguments, bad_lanes=extra)
 
 
 
