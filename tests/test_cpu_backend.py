@@ -615,3 +615,30 @@ def test_a_while_loop_that_repeats_itself_is_a_deadlock_error_not_a_hang(monkeyp
     out = np.zeros(3, np.int32)
     _long_but_finite[(3,)](out, 100_000)
     assert out.tolist() == [7, 7, 7]
+
+
+@triton.jit
+def _locked_sum(lock_ptr, total_ptr, x_ptr):
+    pid = tl.program_id(0)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(total_ptr, tl.load(total_ptr) + tl.load(x_ptr + pid))
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_kernels_whose_programs_wait_on_each_other_go_to_the_interpreter_unless_cpu_is_named(monkeypatch):
+    """The interpreter runs them in program order and reports a spin no program can release; by
+    name, the CPU backend runs them in program order on one thread. Both sum in program order."""
+    x = np.arange(1, 41, dtype=np.float32)
+    for requested, expected in ((None, "interpreter"), ("cpu", "cpu")):
+        if requested is None:
+            monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+        else:
+            monkeypatch.setenv("TRITIUM_BACKEND", requested)
+        lock, total = np.zeros(1, np.int32), np.zeros(1, np.float32)
+        compiled = _locked_sum.warmup(lock, total, x, grid=(40,))
+        assert compiled.backend == expected
+        _locked_sum[(40,)](lock, total, x)
+        assert total[0] == x.sum() and lock[0] == 0
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    assert _scale.warmup(x, x, 40, B=64, grid=(1,)).backend == "cpu", "other kernels stay on the CPU backend"

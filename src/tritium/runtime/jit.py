@@ -302,7 +302,9 @@ class JITFunction(KernelInterface, JITCallable):
         (name -> value), compiling on a miss. Different options compile separately."""
         backend = backend_for(devices)
         record = parse_options(backend, options)
-        cache_key = (key, backend.name, record)
+        # a backend named by TRITIUM_BACKEND compiles apart: chosen by default, it may have left the
+        # kernel to the interpreter (compilation.build), which a named one never does
+        cache_key = (key, backend.name, record, bool(config.backend_name()))
         kernel = self.cache.get(cache_key)
         if kernel is None:
             kernel = self.cache.setdefault(cache_key, compilation.build(self, specs, attrs, backend, record, key))
