@@ -532,6 +532,36 @@ def test_config_pre_hook_runs_before_the_real_launch():
 
 
 # warmup and compiled kernels ------------------------------------------------------------------------
+def test_the_run_protocol_launches_with_every_parameter_or_the_run_time_ones(monkeypatch):
+    """``compiled.run(grid_0, grid_1, grid_2, stream, function, metadata, launch_metadata, enter, exit,
+    *args)`` as torch's Inductor calls it each step: straight to the backend's direct launcher, and
+    through the generic path (with its checks) when an argument is not what the kernel was compiled
+    for or a launch hook is set."""
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    x = torch.randn(6, 100)
+    out = torch.full((6,), -1.0)
+    kernel = row_sum_kernel.warmup(x, out, 100, BLOCK=128, grid=(1,))
+    kernel._init_handles()
+
+    def run(*args):
+        return kernel.run(6, 1, 1, 0, kernel.function, kernel.metadata, None, None, None, *args)
+
+    run(x, out, 100, 128)  # every parameter, constexprs included
+    np.testing.assert_allclose(out.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
+    assert len(kernel._protocol_plans[4][0]) == 3 and kernel._protocol_plans[4][1] is not None
+    out.fill_(0)
+    run(x, out, 100)  # or only the run-time ones
+    np.testing.assert_allclose(out.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
+    with pytest.raises(LaunchError, match="compiled for fp32 elements, but holds fp64"):
+        run(x.double(), out, 100)
+    seen = []
+    monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", lambda metadata: seen.append(metadata["name"]))
+    out.fill_(0)
+    run(x, out, 100)
+    assert seen == ["row_sum_kernel"]
+    np.testing.assert_allclose(out.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
+
+
 def test_warmup_returns_a_compiled_kernel_that_launches_directly():
     x = torch.randn(6, 100)
     out = torch.full((6,), -1.0)

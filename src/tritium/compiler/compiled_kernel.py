@@ -56,6 +56,7 @@ class CompiledKernel:
     fn: Any = None  # the @jit function (a JITCallable)
     specs: dict = field(default_factory=dict)  # parameter name -> IR type, or constexpr value
     launcher: Optional[Callable] = None  # (kernel, grid, args, kwargs) -> kernel; set by the runtime
+    protocol_launcher: Optional[Callable] = None  # (kernel, grid, args) -> kernel, for ``run``; set by the runtime
     n_regs: int = 32
     n_spills: int = 0
     source: Any = None  # the ASTSource it was compiled from, by triton.compile
@@ -131,6 +132,8 @@ class CompiledKernel:
         enter_hook, exit_hook, *args)``, Triton's launch protocol, which code generators call
         directly: ``args`` are every parameter in order, constexprs included. The hooks passed are
         ``knobs.runtime``'s, which every launch calls already."""
+        if self.protocol_launcher is not None:
+            return self.protocol_launcher(self, (grid_0, grid_1, grid_2), args)
         if self.launcher is None:
             from ..errors import LaunchError
 

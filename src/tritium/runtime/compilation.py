@@ -13,7 +13,7 @@ from ..compiler import CompiledKernel, compile_ir
 from ..compiler import compiler as _triton_compiler_module
 from ..compiler.source import ASTSource
 from . import cache
-from .launch import launch_direct, parse_options
+from .launch import launch_direct, launch_protocol, parse_options
 
 
 def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
@@ -81,7 +81,8 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
         return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
     target = target if target is not None else backend.default_target()
     kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,
-                            fn=kernel_fn, specs=dict(specs), launcher=launch_direct)
+                            fn=kernel_fn, specs=dict(specs), launcher=launch_direct,
+                            protocol_launcher=launch_protocol)
     _dump_stages(kernel.name, executable.asm)
     return kernel
 

@@ -308,8 +308,10 @@ driver = DriverConfig()
 default = driver.default
 
 
-# triton.backends.backends: the host, as Triton's plugins register themselves
+# triton.backends.backends, as Triton's plugins register themselves: the host, and NVIDIA GPUs (whose
+# driver is active where the CUDA backend can run: torch's Inductor looks for such a GPU backend)
 _backends.backends["cpu"] = _backends.TritonBackend(compiler=BaseBackend, driver=CPUDriver)
+_backends.backends["nvidia"] = _backends.TritonBackend(compiler=BaseBackend, driver=CUDADriver)
 
 
 def set_active(new_driver) -> None:

@@ -220,6 +220,74 @@ def _launch_direct(kernel, grid, args, kwargs):
     return kernel
 
 
+def launch_protocol(kernel, grid3: tuple, args: tuple):
+    """``compiled.run(grid_0, grid_1, grid_2, stream, ...)``, the launch of Triton's compiled kernels
+    that code generators (torch's Inductor) call once per kernel per step: straight to the backend's
+    direct launcher when every tensor is in the backend's memory with the element type the kernel
+    was compiled for and nothing asks for ``launch``'s extras (hooks, debug mode, validation); else
+    as ``compiled[grid](*args)``. The argument positions are worked out once per kernel."""
+    settings = config.launch_settings()
+    if _HOOKS.get("launch_enter_hook") is None and _HOOKS.get("launch_exit_hook") is None \
+            and not settings.debug and not settings.validate and not getattr(kernel.fn, "debug", None):
+        plans = kernel.__dict__.setdefault("_protocol_plans", {})
+        plan = plans.get(len(args), False)
+        if plan is False:
+            plan = plans[len(args)] = _protocol_plan(kernel, len(args))
+        if plan is not None:
+            positions, direct, devices = plan
+            values = {}
+            torch = sys.modules.get("torch")
+            for position, name, element in positions:
+                value = args[position]
+                if element is not None:
+                    if torch is None or not isinstance(value, torch.Tensor) or value.device.type not in devices \
+                            or _element_type(value.dtype) != element:
+                        break  # a check the generic path makes: let it make it
+                values[name] = value
+            else:
+                if launch_directly(kernel, direct, grid3, values):
+                    return kernel
+    return launch_direct(kernel, grid3, args, {})
+
+
+def _element_type(torch_dtype):
+    from .arguments import _torch_dtype
+
+    try:
+        return _torch_dtype(torch_dtype)[0]
+    except LaunchError:
+        return None
+
+
+def _protocol_plan(kernel, count: int):
+    """((position in ``run``'s arguments, parameter name, pointer element type or None) per run-time
+    parameter, the direct launcher, its devices); None when the kernel has no direct launcher or
+    composite parameters (tuples, descriptors), or ``count`` arguments match no way of passing them."""
+    make = getattr(kernel.executable, "direct_launcher", None)
+    if make is None or kernel.fn is None:
+        return None
+    arg_names = list(_signature(kernel).parameters)
+    runtime = [n for n in arg_names if not isinstance(kernel.specs.get(n), constexpr)] if kernel.specs \
+        else list(kernel.ir.arg_names)
+    if runtime != list(kernel.ir.arg_names):
+        return None
+    if count == len(arg_names):
+        indices = [arg_names.index(n) for n in runtime]
+    elif count == len(runtime):
+        indices = list(range(len(runtime)))
+    else:
+        return None
+    direct = make(list(kernel.ir.arg_names))
+    if direct is None:
+        return None
+    positions = []
+    for index, name in zip(indices, runtime):
+        ty = kernel.specs.get(name)
+        positions.append((index, name, ty.element_ty if isinstance(ty, T.pointer_type) else None))
+    backend = registry.get(kernel.backend)
+    return positions, direct, backend.devices
+
+
 def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArgument]:
     """The run-time arguments of ``kernel`` (IR parameter order) from ``values`` (name -> value),
     each pointer's memory checked against its compiled element type and the backend's devices."""

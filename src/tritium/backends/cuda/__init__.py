@@ -8,6 +8,8 @@ launching then says what is missing.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import hashlib
 import os
 import re
@@ -28,9 +30,20 @@ def arch_name(capability: int) -> str:
     return f"sm_{capability}" + ("a" if capability == 90 else "")
 
 
+@dataclass(frozen=True)
+class CUDAOptions(Options):
+    """Every backend's options, and the NVIDIA ones Triton takes that leave tritium's code as it is:
+    ``launch_pdl`` (programmatic dependent launch, which torch's Inductor asks for on Hopper): tritium
+    launches every kernel in stream order, after the one before has finished, which is what a
+    kernel waiting on its predecessor's results needs."""
+
+    launch_pdl: bool = False
+
+
 class CUDABackend(Backend):
     """Compiled code for NVIDIA GPUs."""
 
+    options_class = CUDAOptions
     name = NAME
     code_version = "0-" + source_digest(os.path.dirname(__file__))
 
