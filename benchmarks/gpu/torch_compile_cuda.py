@@ -27,9 +27,10 @@ from torch import nn
 DEVICE = "cuda"
 UNDER_TRITIUM = hasattr(triton, "__tritium_version__")
 launches: list[str] = []
-triton.knobs.runtime.launch_enter_hook = lambda metadata: launches.append(metadata.get("name", "?")
-                                                                          if isinstance(metadata, dict)
-                                                                          else getattr(metadata, "name", "?"))
+
+
+def count_launch(metadata) -> None:
+    launches.append(metadata.get("name", "?") if isinstance(metadata, dict) else getattr(metadata, "name", "?"))
 
 
 def close(out, ref, rtol, atol) -> bool:
@@ -45,6 +46,7 @@ failures = []
 def check(name, fn, *args, rtol=1e-4, atol=1e-5, **compile_kwargs) -> None:
     torch._dynamo.reset()
     launches.clear()
+    triton.knobs.runtime.launch_enter_hook = count_launch  # off again for the timings: a hook slows launches
     try:
         out = torch.compile(fn, **compile_kwargs)(*args)
         torch.cuda.synchronize()
@@ -116,6 +118,7 @@ def scenarios() -> None:
 
 
 def timings() -> None:
+    triton.knobs.runtime.launch_enter_hook = None
     torch.manual_seed(0)
     block = Block(512, 8).to(DEVICE)
     x = torch.randn(8, 512, 512, device=DEVICE, requires_grad=True)
