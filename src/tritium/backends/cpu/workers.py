@@ -247,11 +247,20 @@ def _build_module() -> ir.Module:
 
 @functools.lru_cache(maxsize=None)
 def _functions():
-    """(worker, dispatch) of the compiled module, loaded once per process."""
+    """(worker, dispatch) of the compiled module, loaded once per process. Emitted without LLVM's
+    optimization pipeline: the module is a few loops written as they should run, and the pipeline
+    would double the 15 ms this costs at a process's first threaded launch."""
+    import llvmlite.binding as llvm
+
     from . import jit
 
-    module = jit.optimize(str(_build_module()))
-    loaded = jit.LoadedObject(jit.emit(module)[0])
+    jit._initialized()
+    machine = jit.target_machine()
+    module = llvm.parse_assembly(str(_build_module()))
+    module.verify()
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    loaded = jit.LoadedObject(machine.emit_object(module))
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(loaded.address("tritium_worker"))
     dispatch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                                 ctypes.c_int64, ctypes.c_int64)(loaded.address("tritium_dispatch"))
