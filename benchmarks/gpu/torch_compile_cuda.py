@@ -18,11 +18,15 @@ import statistics
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 import triton
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from transformer_block import Block  # noqa: E402
 
 DEVICE = "cuda"
 UNDER_TRITIUM = hasattr(triton, "__tritium_version__")
@@ -60,23 +64,6 @@ def check(name, fn, *args, rtol=1e-4, atol=1e-5, **compile_kwargs) -> None:
     if status != "ok":
         failures.append(f"{name}: {status}")
     print(f"  {name:22} {status} ({ran} launches)", flush=True)
-
-
-class Block(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
-        q, k, v = (y.transpose(1, 2) for y in (q, k, v))
-        weights = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
-        x = x + self.proj((weights @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.norm2(x))
 
 
 def scenarios() -> None:
