@@ -390,3 +390,14 @@ def test_the_fast_path_launches_through_a_direct_launcher_unless_a_launch_needs_
         run(0)
     run()
     assert executable.direct_launches == 3
+
+
+def test_the_cuda_options_take_triton_s_launch_pdl_and_the_host_backends_refuse_it():
+    """torch's Inductor passes launch_pdl=True to triton.compile on Hopper GPUs: the CUDA backend
+    keeps it in its options record (launches are stream-ordered anyway); host backends have no such
+    option and say which they take."""
+    options = registry.get("cuda").parse_options({"launch_pdl": True, "num_warps": 8})
+    assert options.launch_pdl is True and options.num_warps == 8
+    assert registry.get("cuda").parse_options({}).launch_pdl is False
+    with pytest.raises(LaunchError, match="has no launch option 'launch_pdl'"):
+        registry.get("cpu").parse_options({"launch_pdl": True})

@@ -336,8 +336,13 @@ def test_an_out_of_bounds_load_names_the_line_program_lane_and_offset_and_writes
     message = str(info.value)
     assert "test_cpu_backend.py" in message and "tl.load(x_ptr + i)" in message
     assert "program (3, 0, 0), lane 4 touches element offset 100 of 'x_ptr', a tensor of 100 elements" in message
+    assert "; 28 lanes of this program are out of bounds" in message  # offsets 100..127
     assert info.value.program_id == (3, 0, 0) and info.value.offset == 100 and info.value.tensor == "x_ptr"
     assert np.all(y[96:] == -1.0), "the failing program wrote nothing"
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+    with pytest.raises(OutOfBoundsError) as on_the_interpreter:
+        _unmasked_copy[(4,)](x, y, 100, B=32)
+    assert str(on_the_interpreter.value).splitlines()[0] == message.splitlines()[0], "the interpreter's words"
 
 
 def test_repeated_launches_through_the_direct_launcher_are_still_bounds_checked(monkeypatch):
@@ -585,15 +590,6 @@ def test_a_process_whose_first_compiled_kernel_prints(tmp_path):
 
 
 @triton.jit
-def _spin_unless_even(out_ptr):
-    pid = tl.program_id(0)
-    x = pid % 2
-    while x != 0:  # odd programs never leave
-        x = x * 1
-    tl.store(out_ptr + pid, pid)
-
-
-@triton.jit
 def _long_but_finite(out_ptr, n):
     pid = tl.program_id(0)
     x = pid * 0 + n
@@ -603,13 +599,14 @@ def _long_but_finite(out_ptr, n):
 
 
 def test_a_while_loop_that_repeats_itself_is_a_deadlock_error_not_a_hang(monkeypatch):
+    from test_interpreter_compaction import spin_unless_even  # odd programs never leave their loop
     from tritium.errors import DeadlockError
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
     monkeypatch.setenv("TRITIUM_SPIN_CHECK_AFTER", "5")
     out = np.zeros(6, np.int32)
     with pytest.raises(DeadlockError, match=r"program \(1, 0, 0\)") as info:
-        _spin_unless_even[(6,)](out)
+        spin_unless_even[(6,)](out)
     assert "never ends" in str(info.value) and "while x != 0" in str(info.value)
     assert info.value.program_id == (1, 0, 0)
     out = np.zeros(3, np.int32)

@@ -202,11 +202,10 @@ class Backend(abc.ABC):
         check_options(parsed)
         return parsed
 
-    def declines(self, fn: Function) -> Optional[str]:
-        """Why this backend, when it is only the default for the memory (``TRITIUM_BACKEND`` names
-        none), leaves ``fn`` to the interpreter: a kernel it runs correctly but less safely. None:
-        it runs ``fn``."""
-        return None
+    def declines(self, fn: Function) -> bool:
+        """True when this backend, chosen as the default for the memory (``TRITIUM_BACKEND`` names
+        none), leaves ``fn`` to the interpreter: a kernel it runs correctly but less safely."""
+        return False
 
     def default_target(self) -> GPUTarget:
         """The target ``compile`` gets when the caller names none."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import keyword
 import sys
-from typing import Callable, Optional
+from typing import Callable
 
 from .. import config
 from ..compiler.ir import types as T

@@ -54,6 +54,17 @@ def _dump_stages(name: str, asm: Mapping) -> None:
         print(f"// {stage} of {name}\n{text}", file=sys.stderr)
 
 
+def _chosen_by_default(backend: Backend) -> bool:
+    """True when ``backend`` runs host memory and was chosen as the first serving it, not named by
+    TRITIUM_BACKEND: the interpreter may then take a kernel over from it."""
+    return not config.backend_name() and backend.name != "interpreter" and "cpu" in backend.devices
+
+
+def _on_the_interpreter(kernel_fn, specs, attrs, options: Options, key, target):
+    interpreter = registry.get("interpreter")
+    return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
+
+
 def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Options, key: tuple,
           target: Optional[GPUTarget] = None) -> CompiledKernel:
     """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
@@ -65,20 +76,17 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     except Exception as error:  # not the kernel's mistake: the compiler's
         raise internal_error(error, kernel=kernel_fn.__name__, loc=None, opcode="",
                              where="the compiler") from error
-    if not config.backend_name() and backend.name != "interpreter" and "cpu" in backend.devices and \
-            backend.declines(compiled_ir.function):
-        interpreter = registry.get("interpreter")  # the default backend leaves this kernel to the interpreter
-        return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
+    if _chosen_by_default(backend) and backend.declines(compiled_ir.function):
+        return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
     try:
         executable = _executable(backend, compiled_ir.function, options, target or backend.default_target())
     except NotLoweredError as error:
-        if config.backend_name() or backend.name == "interpreter" or "cpu" not in backend.devices:
+        if not _chosen_by_default(backend):
             raise  # asked for by name, or for memory the interpreter cannot reach: its refusal stands
         _note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
-        interpreter = registry.get("interpreter")
-        return build(kernel_fn, specs, attrs, interpreter, interpreter.parse_options(options.as_dict()), key, target)
+        return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     target = target if target is not None else backend.default_target()
     kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,
                             fn=kernel_fn, specs=dict(specs), launcher=launch_direct,

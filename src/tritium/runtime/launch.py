@@ -227,8 +227,7 @@ def launch_protocol(kernel, grid3: tuple, args: tuple):
     was compiled for and nothing asks for ``launch``'s extras (hooks, debug mode, validation); else
     as ``compiled[grid](*args)``. The argument positions are worked out once per kernel."""
     settings = config.launch_settings()
-    if _HOOKS.get("launch_enter_hook") is None and _HOOKS.get("launch_exit_hook") is None \
-            and not settings.debug and not settings.validate and not getattr(kernel.fn, "debug", None):
+    if not settings.debug and not settings.validate:  # hooks and @jit(debug=True): launch_directly's call
         plans = kernel.__dict__.setdefault("_protocol_plans", {})
         plan = plans.get(len(args), False)
         if plan is False:

@@ -77,14 +77,12 @@ class CPUBackend(Backend):
         handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
         return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC))
 
-    def declines(self, fn: Function) -> Optional[str]:
+    def declines(self, fn: Function) -> bool:
         """Kernels whose programs wait on each other (a lock, a ticket, a spin wait: the effects
         analysis) run here in program order on one thread, which hangs on a spin no earlier program
         can release; the interpreter runs them in the same order and reports such a spin as a
         DeadlockError. By default they go there; ``TRITIUM_BACKEND=cpu`` keeps them here."""
-        if needs_program_order(fn):
-            return "its programs wait on each other"
-        return None
+        return needs_program_order(fn)
 
     def default_target(self) -> GPUTarget:
         from . import jit

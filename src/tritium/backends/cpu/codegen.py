@@ -101,7 +101,7 @@ class Codegen:
         self.checks = checks  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
         self._cold = 0  # inside code that rarely runs (Codegen.cold)
         self._loop_options: dict = {}
-        self._boxes: dict[int, bool] = {}  # mask value id -> it is a box mask
+        self._boxes: dict = {}  # mask value id -> its MaskInfo when it is a box mask, else None
         self.module = ir.Module(name=fn.name)
         if hardware_ldexp:
             math.use_hardware_ldexp(self.module)
@@ -762,8 +762,8 @@ class Codegen:
         (``compiler/analysis/masks.py``): a comparison of an index that runs through consecutive
         values along one dimension holds on a prefix or a suffix of it, so it holds everywhere when it
         holds at both ends. None when the mask is not a recognised box."""
-        box = classify_mask(mask, self.axis)
-        if box is None or any(bound.test is None for bound in box.bounds):
+        box = self._box(mask)
+        if box is None:
             return None
         b = self.b
         full = ir.Constant(I1, 1)
@@ -815,7 +815,6 @@ class Codegen:
         b = self.b
         shape = _shape(pointer.type)
         run = self._run_length(pointer)
-        element = None
 
         def emit(masked: bool):
             def at_run(idx):
@@ -854,11 +853,15 @@ class Codegen:
 
     def _is_box(self, mask: Value) -> bool:
         """True when ``mask`` is a box (a tail): a block whose mask is not full is then rare."""
-        known = self._boxes.get(mask.id)
-        if known is None:
+        return self._box(mask) is not None
+
+    def _box(self, mask: Value):
+        """``mask`` as a box (``classify_mask``) whose comparisons are all known, else None; worked
+        out once per mask."""
+        if mask.id not in self._boxes:
             box = classify_mask(mask, self.axis)
-            known = self._boxes[mask.id] = box is not None and all(bound.test is not None for bound in box.bounds)
-        return known
+            self._boxes[mask.id] = box if box is not None and all(b.test is not None for b in box.bounds) else None
+        return self._boxes[mask.id]
 
     def lower_load(self, op: Operation) -> None:
         b = self.b
@@ -1323,10 +1326,11 @@ class Codegen:
         every carried value as it was, every later one does too, and the loop never ends (a GPU would
         hang; the interpreter raises DeadlockError, and so does this backend). Loops that read or
         write memory are not watched: their next iteration may differ."""
+        from ...compiler.ir.spec import has_effects
+
         if any(slot is not None for slot in slots):
             return False
-        return not any(inner.opcode in ("load", "store", "atomic_rmw", "atomic_cas", "print", "assert")
-                       for region in op.regions for inner in region.walk())
+        return not any(has_effects(inner) for region in op.regions for inner in region.ops)
 
     def _fail_if_repeated(self, count, before, after) -> None:
         """From iteration ``spin_check_after`` on: the program fails (``ENDLESS_LOOP``) when the

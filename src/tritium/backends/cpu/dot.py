@@ -139,9 +139,9 @@ def _accumulator_in_place(cg, acc, work, shape):
 
 def _vector_width() -> int:
     """fp32 lanes of one vector register of the host: 16 with AVX-512, else 8 (AVX2)."""
-    from .jit import host_cpu
+    from .jit import wide_vectors
 
-    return 16 if "+avx512f" in host_cpu()[2].split(",") else 8
+    return 16 if wide_vectors() else 8
 
 
 _WIDTH = _vector_width()

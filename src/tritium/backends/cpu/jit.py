@@ -90,11 +90,10 @@ def assembly(llvm_ir: str) -> str:
         return target_machine().emit_assembly(module)
 
 
-def emit(module) -> tuple[bytes, str]:
-    """(object code, assembly text) of an optimized module."""
-    machine = target_machine()
+def emit_object(module) -> bytes:
+    """The object code of an optimized module."""
     with _lock:
-        return machine.emit_object(module), machine.emit_assembly(module)
+        return target_machine().emit_object(module)
 
 
 def compile_to_object(llvm_ir: str) -> bytes:
@@ -104,7 +103,7 @@ def compile_to_object(llvm_ir: str) -> bytes:
     without vectorization, and only when that dies too is it an error, with what LLVM printed."""
     _check_symbols(llvm_ir)
     if not hasattr(os, "fork"):
-        return emit(optimize(llvm_ir))[0]
+        return emit_object(optimize(llvm_ir))
     failures = []
     for vectorize in (True, False):
         result, message = _server.compile(llvm_ir, vectorize)

@@ -61,6 +61,12 @@ def _tune_malloc() -> None:
     allocator.tune_once()
 
 
+def _first_failure(records: list) -> np.ndarray:
+    """Of the error records of threads whose program failed, the one of the program first in launch
+    order (linear ids, x fastest)."""
+    return min(records, key=lambda r: (int(r[4]), int(r[3]), int(r[2])))
+
+
 _tokens = itertools.count(1)
 _records = threading.local()  # per thread: executable token -> its reusable error record
 
@@ -169,9 +175,7 @@ class Executable:
         small = total * self.largest_block < _PARALLEL_WORK
         threads = 1 if self.program_order or small else min(thread_count(), total)
         if threads == 1:
-            record, record_address = self._record_and_address()
-            if self._grid(address, 0, total, record_address):
-                self._raise(record, block)
+            self._run_serially(address, total, block)
             return
         if workers.available():
             self._run_on_workers(address, total, threads, block)
@@ -185,8 +189,8 @@ class Executable:
         statuses = [self._grid(address, edges[0], edges[1], records[0].ctypes.data)]
         statuses += [f.result() for f in futures]
         failed = [records[i] for i, status in enumerate(statuses) if status]
-        if failed:  # the first program in launch order that failed
-            self._raise(min(failed, key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
+        if failed:
+            self._raise(_first_failure(failed), block)
 
     def _run_on_workers(self, address: int, total: int, threads: int, block) -> None:
         """The grid over the native worker pool (``workers.py``): chunks of programs taken in order by
@@ -194,17 +198,20 @@ class Executable:
         on its own thread instead of waiting."""
         pool = workers.pool(threads)
         if not pool.lock.acquire(blocking=False):
-            record, record_address = self._record_and_address()
-            if self._grid(address, 0, total, record_address):
-                self._raise(record, block)
+            self._run_serially(address, total, block)
             return
         try:
             records = self._thread_records(pool.threads)
             failed = pool.run(self._grid_address, address, total, [a for _, a in records])
         finally:
             pool.lock.release()
-        if failed:  # the first program in launch order that failed
-            self._raise(min((records[i][0] for i in failed), key=lambda r: (int(r[4]), int(r[3]), int(r[2]))), block)
+        if failed:
+            self._raise(_first_failure([records[i][0] for i in failed]), block)
+
+    def _run_serially(self, address: int, total: int, block) -> None:
+        record, record_address = self._record_and_address()
+        if self._grid(address, 0, total, record_address):
+            self._raise(record, block)
 
     def _thread_records(self, count: int) -> list:
         """(record, address) per pool thread, kept for the next launch (the compiled code writes a

@@ -21,7 +21,8 @@ own):
 8     shutdown: the workers return when a job finds it set
 16    the grid function; 17 its argument block; 18 programs; 19 programs per chunk
 24    the next chunk (atomic)
-32    finished threads (futex word of the launching thread); 33 the launching thread sleeps
+32    finished threads (futex word of the launching thread); 33 the launching thread sleeps;
+      34 its own count of sleepers, which nothing reads
 40    a program failed; 41 workers asleep on the generation
 48+i  thread i's error record (0 is the launching thread's); 112+i its status (non-zero: failed)
 ====  ==================================================================================
@@ -298,7 +299,6 @@ class Pool:
     def shutdown(self) -> None:
         with self.lock:
             self.state[_SHUTDOWN] = 1
-            _functions()  # loaded
             # a job with the shutdown flag set: every worker returns
             self._dispatch(self.address, 0, 0, 0, 1, 0)
         for t in self._threads:
@@ -307,6 +307,9 @@ class Pool:
 
 _pool: Optional[Pool] = None
 _pool_guard = threading.Lock()
+# Pools replaced by one of another size: their shared blocks stay allocated, since a worker that has
+# not yet seen the shutdown job may still read them.
+_retired: list = []
 
 
 def pool(threads: int) -> Pool:
@@ -316,6 +319,7 @@ def pool(threads: int) -> Pool:
         if _pool is None or _pool.threads != min(threads, MAX_THREADS):
             if _pool is not None:
                 _pool.shutdown()
+                _retired.append(_pool)
             _pool = Pool(threads)
         return _pool
 
