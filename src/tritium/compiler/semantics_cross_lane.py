@@ -116,6 +116,9 @@ class CrossLaneSemantics:
         if k < min_k:
             raise ValueError(f"tl.dot of {a.dtype} inputs needs K >= {min_k}, got M={m}, N={n}, K={k}; "
                              f"pad the K dimension (and mask the loads) up to {min_k}")
+        if a.dtype.is_fp8e4b15() or b.dtype.is_fp8e4b15():
+            # Triton multiplies fp8e4b15 as fp16 (exactly: every value is an fp16 value)
+            a, b = (self.cast(v, T.float16) if v.dtype.is_fp8() else v for v in (a, b))
         if a.dtype != b.dtype and not (a.dtype.is_fp8() and b.dtype.is_fp8()):
             # Triton multiplies different fp8 formats (fp8e5 x fp8e4nv) directly, as the hardware does
             raise TypeError(f"tl.dot operands must have the same dtype, got {a.dtype} and {b.dtype}; cast one of them")

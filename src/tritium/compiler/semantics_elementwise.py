@@ -43,6 +43,9 @@ class ElementwiseSemantics:
             raise TypeError(f"cannot cast a pointer to {dtype}")
         if src == dtype:
             return x
+        if dtype.is_fp8e4b15() and not (src.is_fp16() or src.is_fp32()):
+            raise TypeError(f"cannot convert {src} to fp8e4b15: Triton converts to fp8e4b15 from fp16 and fp32 only; "
+                            "convert to fp32 first, e.g. x.to(tl.float32).to(tl.float8e4b15)")
         if rounding is not None:
             if rounding not in ("rtne", "rtz"):
                 raise ValueError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
@@ -62,12 +65,19 @@ class ElementwiseSemantics:
         raise TypeError(f"cannot cast {x.dtype} to {dtype}: only 64-bit integers and pointers convert to pointers")
 
     # arithmetic ---------------------------------------------------------------------
+    @staticmethod
+    def _no_fp8e4b15_arithmetic(*types) -> None:
+        if any(t.is_fp8e4b15() for t in types):
+            raise TypeError("fp8e4b15 has no arithmetic, comparisons or math (Triton does not compile them on it): "
+                            "convert first, e.g. x.to(tl.float32), and convert the result back")
+
     def _promote(self, a, b, div_or_mod=False, allow_ptr=False) -> tuple[tensor, tensor]:
         a_weak, b_weak = _is_number(a), _is_number(b)
         a_ty = python_scalar_type(unwrap(a)) if a_weak else self.to_tensor(a).dtype
         b_ty = python_scalar_type(unwrap(b)) if b_weak else self.to_tensor(b).dtype
         if a_ty.is_ptr() or b_ty.is_ptr():
             raise TypeError(f"this operator is not defined for {a_ty} and {b_ty}")
+        self._no_fp8e4b15_arithmetic(a_ty, b_ty)
         try:
             ty = computation_type(a_ty, a_weak, b_ty, b_weak, div_or_mod)
         except PromotionError as e:
@@ -189,6 +199,7 @@ class ElementwiseSemantics:
         x = self.to_tensor(x)
         if x.dtype.is_ptr():
             raise TypeError("cannot negate a pointer")
+        self._no_fp8e4b15_arithmetic(x.dtype)
         return self._emit("neg", [x], x.type)
 
     def invert(self, x) -> tensor:
@@ -205,6 +216,7 @@ class ElementwiseSemantics:
         x = self.to_tensor(x)
         if x.dtype.is_int_unsigned() or x.dtype.is_bool():
             return x
+        self._no_fp8e4b15_arithmetic(x.dtype)
         return self._emit("abs", [x], x.type)
 
     def minmax(self, kind: str, a, b, propagate_nan: str = "none") -> tensor:
@@ -218,6 +230,9 @@ class ElementwiseSemantics:
             a, b = self.to_tensor(a), self.to_tensor(b)
             if a.dtype != b.dtype:
                 raise TypeError(f"tl.where branches have different pointer types {a.dtype} and {b.dtype}")
+        elif self._selects_fp8e4b15(a, b):
+            a, b = (self.to_tensor(v) if isinstance(unwrap(v), tensor) else self.constant(v, T.float8e4b15)
+                    for v in (a, b))
         else:
             a, b = self._promote(a, b)
         cond, a = self.broadcast_pair(cond, a)
@@ -226,8 +241,16 @@ class ElementwiseSemantics:
         cond, a = self.broadcast_pair(cond, a)
         return self._emit("select", [cond, a, b], a.type)
 
+    @staticmethod
+    def _selects_fp8e4b15(a, b) -> bool:
+        """True for ``tl.where`` between fp8e4b15 values (or one and a Python number), which needs no
+        arithmetic; mixed with another type, the promotion refuses it."""
+        types = [unwrap(v).dtype for v in (a, b) if isinstance(unwrap(v), tensor)]
+        return any(t.is_fp8e4b15() for t in types) and all(t.is_fp8e4b15() for t in types)
+
     def math(self, fn: str, x) -> tensor:
         x = self.to_tensor(x)
+        self._no_fp8e4b15_arithmetic(x.dtype)
         if fn in FP32_FP64_ONLY and x.dtype not in (T.float32, T.float64):
             raise ValueError(f"Expected dtype ['fp32', 'fp64'] but got {x.dtype}: tl.math.{fn} accepts fp32 and fp64 only; "
                              f"convert first, e.g. x.to(tl.float32)")
@@ -249,6 +272,7 @@ class ElementwiseSemantics:
         (libdevice symbol, result dtype name). As in Triton, arguments whose types match no
         signature are first promoted to a common type, then looked up again."""
         values = [self.to_tensor(a) for a in args]
+        self._no_fp8e4b15_arithmetic(*(v.dtype for v in values))
         key = tuple(v.dtype.name for v in values)
         if key not in signatures and len(values) > 1 and not any(v.dtype.is_ptr() for v in values):
             common = args[0]  # Python numbers stay weak: pow(fp16 x, 2.0) is (fp16, fp16), as in Triton

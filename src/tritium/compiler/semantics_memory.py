@@ -44,6 +44,8 @@ class MemorySemantics:
             mask = self.broadcast_to(mask, T.shape_of(ptr.type))
             operands = [ptr, mask]
             if other is not None and unwrap(other) is not None:
+                if element.is_fp8e4b15() and not isinstance(unwrap(other), tensor):
+                    other = self.constant(other, element)  # a number, not an int32 tensor it cannot convert
                 other = self.broadcast_to(self.cast(self.to_tensor(other), element), T.shape_of(ptr.type))
                 operands.append(other)
         elif other is not None and unwrap(other) is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..compiler.ir.types import (  # noqa: F401
     block_type, dtype, pointer_type,
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float8e4nv, float8e5, float16, bfloat16, float32, float64,
+    float8e4b15, float8e4nv, float8e5, float16, bfloat16, float32, float64,
 )
 from . import math  # noqa: F401
 from .core import builtin, constexpr, tensor  # noqa: F401
@@ -34,7 +34,6 @@ from . import extra  # noqa: F401
 
 bool_ = int1
 pi32_t = pointer_type(int32)
-float8e4b15 = None  # not supported yet: no faithful numpy storage type
 void = None
 
 int_types = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.ir import types as T
-from . import libm, native_loops
+from . import fp8e4b15, libm, native_loops
 
 
 def _float_bits_dtype(dtype: np.dtype) -> np.dtype:
@@ -112,6 +112,10 @@ def widen_to_fp32(x: np.ndarray) -> np.ndarray:
 
 
 def cast(x: np.ndarray, src: T.dtype, dst: T.dtype, rounding: str | None = None) -> np.ndarray:
+    if src.is_fp8e4b15() and not dst.is_fp8e4b15():  # codes: their exact values first
+        return cast(fp8e4b15.decode(x), T.float32, dst, rounding)
+    if dst.is_fp8e4b15():
+        return fp8e4b15.encode(x, nan_keeps_sign=src.is_fp16())
     target = dst.numpy
     if dst.is_bool():
         return x != 0

@@ -24,7 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..compiler.ir import types as T
-from . import arithmetic
+from . import arithmetic, fp8e4b15
 
 
 def constant_array(value, scalar: T.dtype) -> np.ndarray:
@@ -33,6 +33,8 @@ def constant_array(value, scalar: T.dtype) -> np.ndarray:
     and fp8 twice, through fp32); unlike a cast to fp8 it does not saturate: a constant may be inf."""
     if scalar.is_bool():
         return np.array([bool(value)])
+    if scalar.is_fp8e4b15():
+        return fp8e4b15.constant_code(value)
     if scalar.is_floating():
         with np.errstate(all="ignore"):
             return arithmetic.narrow_float(np.array([float(value)]), scalar.numpy)

@@ -25,6 +25,7 @@ class NarrowFormat:
     has_infinity: bool
     nan_code: int  # the positive quiet NaN numpy/ml_dtypes write
     saturate_to: float = 0.0  # casts clip to +-this first (fp8), 0: no saturation
+    has_nan: bool = True  # fp8e4b15: every code is a number
 
     @property
     def bits(self) -> int:
@@ -36,6 +37,7 @@ FORMATS = {
     "bf16": NarrowFormat(8, 7, 127, True, 0x7FC0),
     "fp8e5": NarrowFormat(5, 2, 15, True, 0x7E, 57344.0),
     "fp8e4nv": NarrowFormat(4, 3, 7, False, 0x7F, 448.0),
+    "fp8e4b15": NarrowFormat(4, 3, 15, False, 0x7E, 1.75, has_nan=False),  # narrowed by narrow_to_fp8e4b15
 }
 
 
@@ -83,7 +85,7 @@ def widen_to_f32(b: ir.IRBuilder, bits, dtype):
         # all-ones exponent: inf or NaN, the mantissa moved up (a NaN stays a NaN with its payload)
         special = b.or_(_const(I32, 0x7F800000), b.shl(mantissa, _const(I32, 23 - m)))
         magnitude = b.select(b.icmp_unsigned("==", exponent, _const(I32, top)), special, magnitude)
-    else:  # e4m3fn: only S.1111.111 is NaN
+    elif fmt.has_nan:  # e4m3fn: only S.1111.111 is NaN
         nan = b.and_(wide, _const(I32, (1 << (fmt.bits - 1)) - 1))
         magnitude = b.select(b.icmp_unsigned("==", nan, _const(I32, (1 << (fmt.bits - 1)) - 1)),
                              _const(I32, 0x7FC00000), magnitude)
@@ -150,6 +152,30 @@ def narrow_from_f32(b: ir.IRBuilder, x, dtype, rtz: bool = False, saturate: bool
     code = b.select(nan, nan_code, code)
     code = b.or_(code, b.shl(sign, _const(I32, fmt.bits - 1)))
     return b.trunc(code, out_ty)
+
+
+def narrow_to_fp8e4b15(b: ir.IRBuilder, x, nan_keeps_sign: bool):
+    """fp32 ``x`` as an fp8e4b15 code, as Triton converts (numerics/fp8e4b15.py): the magnitude clipped
+    to 1.75 (NaN too), rounded to nearest with ties away from zero; a NaN keeps its sign only when
+    ``nan_keeps_sign`` (an fp16 source)."""
+    fmt = FORMATS["fp8e4b15"]
+    bits = b.bitcast(x, I32)
+    sign = b.lshr(bits, _const(I32, 31))
+    if not nan_keeps_sign:
+        sign = b.select(is_nan(b, x), _const(I32, 0), sign)
+    a = fabs(b, x)
+    limit = _const(F32, fmt.saturate_to)
+    a = b.select(b.fcmp_unordered(">", a, limit), limit, a)  # NaN or above: 1.75
+    abs_bits = b.bitcast(a, I32)
+    shift = 23 - fmt.mantissa_bits
+    # normal: add half a unit at bit `shift` (ties go up, away from zero), then rebias
+    normal = b.sub(b.lshr(b.add(abs_bits, _const(I32, 1 << (shift - 1))), _const(I32, shift)),
+                   _const(I32, (127 - fmt.bias) << fmt.mantissa_bits))
+    # below the smallest normal: units of the subnormal spacing, rounded half away from zero
+    units = _intrinsic(b, "llvm.round.f32", F32, [F32], [b.fmul(a, _const(F32, 2.0 ** (fmt.bias - 1 + fmt.mantissa_bits)))])
+    subnormal = b.fptoui(units, I32)
+    code = b.select(b.fcmp_ordered("<", a, _const(F32, 2.0 ** (1 - fmt.bias))), subnormal, normal)
+    return b.trunc(b.or_(code, b.shl(sign, _const(I32, 7))), ir.IntType(8))
 
 
 def _copysign(b, magnitude, sign_of):
@@ -227,10 +253,17 @@ def cast(b: ir.IRBuilder, x, source, target, rounding=None):
     if source.is_int() and target.is_floating():
         if target.is_fp32() or target.is_fp64():
             return b.sitofp(x, out) if signed else b.uitofp(x, out)
+        if target.is_fp8e4b15():
+            return narrow_to_fp8e4b15(b, int_to_f32_round_to_odd(b, x, signed), nan_keeps_sign=False)
         return narrow_from_f32(b, int_to_f32_round_to_odd(b, x, signed), target, saturate=True)
     if source.is_floating() and target.is_floating():
         if source == target:
             return x
+        if target.is_fp8e4b15():  # from fp16 or fp32 (the frontend refuses the others)
+            wide = widen_to_f32(b, x, source) if is_narrow_float(source) else x
+            if wide.type == F64:
+                wide = f64_to_f32_round_to_odd(b, wide)
+            return narrow_to_fp8e4b15(b, wide, nan_keeps_sign=source.is_fp16())
         if is_narrow_float(source):
             x = widen_to_f32(b, x, source)
             source_is = "fp32"
@@ -257,5 +290,6 @@ def to_arithmetic(b: ir.IRBuilder, x, dtype):
 
 def from_arithmetic(b: ir.IRBuilder, x, dtype):
     """An fp32 result back in ``dtype``'s register type (narrow floats rounded to nearest even)."""
+    assert not dtype.is_fp8e4b15(), "fp8e4b15 has no arithmetic: the frontend refuses it"
     return narrow_from_f32(b, x, dtype) if is_narrow_float(dtype) else x
 

@@ -80,6 +80,10 @@ def constant(dtype, value) -> ir.Constant:
         return ir.Constant(F32, float(np.float32(value)))
     if dtype.is_fp64():
         return ir.Constant(F64, float(value))
+    if dtype.is_fp8e4b15():
+        from ...numerics import fp8e4b15
+
+        return ir.Constant(I8, int(fp8e4b15.constant_code(value)[0]))
     bits = np.asarray(np.array([value], dtype=np.float64).astype(dtype.numpy)).view(
         np.uint8 if dtype.primitive_bitwidth == 8 else np.uint16)[0]
     return ir.Constant(ir.IntType(dtype.primitive_bitwidth), int(bits))
@@ -100,6 +104,10 @@ def scalar_bits(value, dtype) -> int:
                 return int(np.array([value], dtype=np.float64).astype(np.float32).view(np.uint32)[0])
     if dtype.is_fp64():
         return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    if dtype.is_fp8e4b15():
+        from ...numerics import fp8e4b15
+
+        return int(fp8e4b15.constant_code(value)[0])
     if dtype.is_floating():  # fp16/bf16/fp8 scalars: their bits
         bits = np.array([value], dtype=np.float64).astype(dtype.numpy)
         return int(bits.view(np.uint8 if dtype.primitive_bitwidth == 8 else np.uint16)[0])

@@ -178,7 +178,10 @@ _op("cast", ("value",), [Attr("to", "dtype"), Attr("rounding", "str", None, ("rt
               "to fp8 (e4m3fn, e5m2) it saturates to the largest finite value (448, 57344) instead of giving inf "
               "or NaN; fp64 -> bf16 and fp64 -> fp8 round once (not through fp32). float -> wider float: exact. "
               "int -> float: "
-              "rounds to nearest even (64-bit integers to bf16 once, not twice); to fp8 saturates.")
+              "rounds to nearest even (64-bit integers to bf16 once, not twice); to fp8 saturates. fp8e4b15 (every "
+              "code a number, fp16's bits shifted): from it exact; to it, whatever the rounding, the magnitude is "
+              "clipped to 1.75 (NaN too: +1.75 from fp32, signed from fp16) and rounded to nearest, ties away from "
+              "zero, as Triton's conversions on a GPU do.")
 _op("bitcast", ("value",), [], "bitcast", traits=_ELEMENTWISE,
     semantics="Reinterprets the bits as the result's element type of the same width (or another pointer type).")
 _op("ptr_to_int", ("value",), [], "ptr_to_int", traits=_ELEMENTWISE,

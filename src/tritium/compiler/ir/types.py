@@ -28,6 +28,7 @@ class _Facts:
     numpy_name: str  # resolved lazily: ml_dtypes supplies bf16 and fp8
     mantissa: int = 0  # explicit mantissa bits of a float type
     exponent: int = 0
+    bias: int = 0  # the exponent's bias where it is not the IEEE one, 2**(exponent-1) - 1
 
 
 # name -> facts. Names are Triton's (`str(tl.float32) == "fp32"`).
@@ -43,6 +44,8 @@ _DTYPE_FACTS: dict[str, _Facts] = {
     "uint64": _Facts(Kind.UINT, 64, "u64", "uint64"),
     "fp8e4nv": _Facts(Kind.FLOAT, 8, "fp8e4nv", "float8_e4m3fn", mantissa=3, exponent=4),
     "fp8e5": _Facts(Kind.FLOAT, 8, "fp8e5", "float8_e5m2", mantissa=2, exponent=5),
+    # bias 15 (not 7): stored as its codes, converted by numerics/fp8e4b15.py
+    "fp8e4b15": _Facts(Kind.FLOAT, 8, "fp8e4b15", "uint8", mantissa=3, exponent=4, bias=15),
     "fp16": _Facts(Kind.FLOAT, 16, "fp16", "float16", mantissa=10, exponent=5),
     "bf16": _Facts(Kind.FLOAT, 16, "bf16", "bfloat16", mantissa=7, exponent=8),
     "fp32": _Facts(Kind.FLOAT, 32, "fp32", "float32", mantissa=23, exponent=8),
@@ -66,7 +69,7 @@ class dtype:
     # Name lists Triton exposes on ``tl.dtype`` (fp8 variants tritium lacks are left out).
     SINT_TYPES = ["int8", "int16", "int32", "int64"]
     UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
-    FP_TYPES = ["fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
     STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
 
     def __init__(self, name: str):
@@ -124,7 +127,7 @@ class dtype:
         """The bias of a float type's exponent field (fp16: 15, fp32: 127), as Triton's dtypes have it."""
         if self.kind != Kind.FLOAT:
             raise AttributeError(f"{self.name} is not a floating-point type and has no exponent_bias")
-        return (1 << (self._facts.exponent - 1)) - 1
+        return self._facts.bias or (1 << (self._facts.exponent - 1)) - 1
 
     @property
     def itemsize(self) -> int:
@@ -156,6 +159,15 @@ class dtype:
 
     def is_fp8(self) -> bool:
         return self.name.startswith("fp8")
+
+    def is_fp8e4b15(self) -> bool:
+        return self.name == "fp8e4b15"
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "fp8e4nv"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "fp8e5"
 
     def is_fp16(self) -> bool:
         return self.name == "fp16"
@@ -189,6 +201,7 @@ _REPR_NAMES = {
     "fp64": "float64",
     "fp8e4nv": "float8e4nv",
     "fp8e5": "float8e5",
+    "fp8e4b15": "float8e4b15",
 }
 
 
@@ -255,6 +268,15 @@ class pointer_type:
         return False
 
     def is_fp8(self) -> bool:
+        return False
+
+    def is_fp8e4b15(self) -> bool:
+        return False
+
+    def is_fp8e4nv(self) -> bool:
+        return False
+
+    def is_fp8e5(self) -> bool:
         return False
 
     def is_fp16(self) -> bool:
@@ -354,6 +376,7 @@ uint16 = dtype("uint16")
 uint32 = dtype("uint32")
 uint64 = dtype("uint64")
 float8e4nv = dtype("fp8e4nv")
+float8e4b15 = dtype("fp8e4b15")
 float8e5 = dtype("fp8e5")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
