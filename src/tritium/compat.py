@@ -78,45 +78,15 @@ class _TritonAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _TritonAliasFinder()
 
 
-class _DropMutationAnalysisWarning:
-    """torch works out which tensors a user kernel writes by building Triton's MLIR from it, which
-    tritium does not have; it then assumes every tensor argument is written (correct, at the cost
-    of some copies and fusions) and logs a warning with a traceback at every compile. This filter
-    drops that one warning (docs/torch-compile.md)."""
-
-    @staticmethod
-    def filter(record) -> bool:
-        return not str(record.msg).startswith("Encountered an exception in identify_accessed_tensors")
-
-
-def _quiet_torch_mutation_analysis() -> None:
-    import logging
-
-    logger = logging.getLogger("torch._dynamo")  # the logger torch._higher_order_ops.triton_kernel_wrap uses
-    if not any(isinstance(f, _DropMutationAnalysisWarning) for f in logger.filters):
-        logger.addFilter(_DropMutationAnalysisWarning())
-
-
-def _compile_inductor_kernels_in_process() -> None:
-    import os
-
-    if "TORCHINDUCTOR_COMPILE_THREADS" in os.environ:
-        return
-    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # read when torch._inductor.config is imported
-    config = sys.modules.get("torch._inductor.config")
-    if config is not None:
-        config.compile_threads = 1
-
-
 def install() -> None:
     """From now on, ``import triton`` gives tritium. ``TRITON_INTERPRET`` is left as it is (tritium
     ignores it; code that reads it, Inductor among it, still sees what the user set).
 
-    Inductor compiles Triton kernels in a pool of fresh Python processes, where ``triton`` would
-    be whatever is installed (or nothing): unless ``TORCHINDUCTOR_COMPILE_THREADS`` says
-    otherwise, it is told to compile in this process (``compile_threads = 1``)."""
-    _compile_inductor_kernels_in_process()
-    _quiet_torch_mutation_analysis()
+    What torch.compile needs besides is set up too (compat_torch.py): Inductor compiles in this
+    process, and torch's analysis of which tensors a user kernel writes reads tritium's IR."""
+    from . import compat_torch
+
+    compat_torch.prepare()
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:

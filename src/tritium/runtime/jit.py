@@ -317,6 +317,22 @@ class JITFunction(KernelInterface, JITCallable):
         key, specs, attrs, devices = self._specialize(values)
         return self._kernel_for(key, specs, attrs, devices, options)
 
+    def pointer_accesses(self, *args, **kwargs) -> tuple[list[str], list[str]]:
+        """(the parameters whose memory the kernel may read, those it may write), compiled for these
+        arguments (tensors, numbers, constexprs, as for a launch) without launching. From the IR's
+        effects (compiler/analysis/accesses.py): a pointer the analysis cannot trace to one parameter
+        counts against all of them. torch.compile asks this of user kernels (compat.py)."""
+        from ..compiler import compile_ir
+        from ..compiler.analysis.accesses import argument_accesses
+
+        values, _ = self._bind(args, kwargs)
+        _, specs, attrs, _ = self._specialize(values)
+        fn = compile_ir(self, specs, attrs).function
+        names = [next(p for p in self.arg_names if arg == p or arg.startswith(p + ".")) for arg in fn.arg_names]
+        reads, writes = argument_accesses(fn)
+        return ([p for p in self.arg_names if any(names[i] == p for i in reads)],
+                [p for p in self.arg_names if any(names[i] == p for i in writes)])
+
     def run(self, *args, grid, **kwargs):
         try:
             return self._run(args, grid, kwargs)
