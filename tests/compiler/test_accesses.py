@@ -1,0 +1,54 @@
+"""compiler/analysis/accesses.py, through JITFunction.pointer_accesses: which pointer arguments a
+kernel reads and writes (what torch.compile copies around a user kernel).
+
+Oracle: kernels written so that the answer is known by construction; where a pointer cannot be
+traced to one argument (a run-time choice between two), it counts against every pointer argument.
+"""
+from __future__ import annotations
+
+import torch
+
+import tritium as triton
+import tritium.language as tl
+
+
+@triton.jit
+def _add_and_count(x_ptr, y_ptr, out_ptr, count_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=m) + tl.load(y_ptr + i, mask=m), mask=m)
+    tl.atomic_add(count_ptr, 1)
+
+
+@triton.jit
+def _chosen(a_ptr, b_ptr, c_ptr, FIRST: tl.constexpr, flag):
+    p = a_ptr if FIRST else b_ptr
+    tl.store(p, tl.load(c_ptr))
+    q = a_ptr if flag > 0 else b_ptr  # chosen at run time
+    tl.store(q + 1, 0.0)
+
+
+@triton.jit
+def _blocks(a_ptr, b_ptr, unused_ptr, M, N):
+    t = tl.make_block_ptr(a_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))
+    o = tl.make_block_ptr(b_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))
+    for _ in range(2):
+        tl.store(o, tl.load(t, boundary_check=(0, 1)), boundary_check=(0, 1))
+        o = tl.advance(o, (0, 16))
+
+
+def test_loads_stores_and_atomics_name_their_arguments():
+    x = torch.zeros(16)
+    reads, writes = _add_and_count.pointer_accesses(x, x, x, torch.zeros(1, dtype=torch.int32), 16, BLOCK=16)
+    assert (reads, writes) == (["x_ptr", "y_ptr", "count_ptr"], ["out_ptr", "count_ptr"])
+
+
+def test_a_pointer_chosen_at_run_time_counts_against_every_pointer_argument():
+    x = torch.zeros(16)
+    reads, writes = _chosen.pointer_accesses(x, x, x, True, 5)
+    assert reads == ["c_ptr"] and writes == ["a_ptr", "b_ptr", "c_ptr"]
+
+
+def test_block_pointers_advanced_in_a_loop():
+    a = torch.zeros(16, 32)
+    assert _blocks.pointer_accesses(a, a, a, 16, 32) == (["a_ptr"], ["b_ptr"])
