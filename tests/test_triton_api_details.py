@@ -159,7 +159,8 @@ def test_import_triton_ops_fails_as_in_triton_3(tmp_path):
     import sys
 
     script = tmp_path / "probe.py"
-    script.write_text("try:\n    import triton.ops\nexcept ImportError:\n    print('triton 3')\nelse:\n"
+    script.write_text("import triton\nassert not hasattr(triton, 'ops')\n"
+                      "try:\n    import triton.ops\nexcept ImportError:\n    print('triton 3')\nelse:\n"
                       "    print('triton 2')\n")
     done = subprocess.run([sys.executable, "-m", "tritium", "run", str(script)], capture_output=True, text=True,
                           timeout=120)

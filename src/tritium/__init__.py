@@ -36,7 +36,9 @@ def next_power_of_2(n: int) -> int:
 
 
 def __getattr__(name):
-    if name in ("testing", "compiler", "ops", "compat"):
+    # not "ops": `triton.ops` is Triton 2.x's module, which libraries probe for (`hasattr(triton, "ops")`)
+    # to tell the versions apart; tritium's own kernels are `import tritium.ops`
+    if name in ("testing", "compiler", "compat"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
