@@ -219,3 +219,70 @@ def test_functions_marked_as_triton_builtins_run_at_compile_time(backend):
     out = torch.zeros(5, dtype=torch.int32)
     _uses_marked_builtins[(1,)](x, out, N=5)
     assert out.tolist() == [0, 3, 6, 9, 12]
+
+
+def test_knobs_as_triton_defines_them(monkeypatch):
+    """Triton 3.9's knob machinery: descriptors naming their variable, assignments written to the
+    environment while propagate_env is on (and put back by scope), knobs.env and del forgetting an
+    assignment, the groups' values as a dict, and the fresh-knobs helper of Triton's test suites."""
+    import os
+
+    from tritium import _internal_testing, knobs
+
+    class group(knobs.base_knobs):
+        name = knobs.env_str("TRITIUM_TEST_NAME", "default")
+        flag = knobs.env_opt_bool("TRITIUM_TEST_FLAG")
+        count = knobs.env_int("TRITIUM_TEST_COUNT", 3)
+
+    monkeypatch.delenv("TRITIUM_TEST_NAME", raising=False)
+    monkeypatch.setenv("TRITIUM_TEST_FLAG", "yes")
+    g = group()
+    assert g.knobs == {"name": "default", "flag": True, "count": 3}
+    assert g.knob_descriptors["count"].key == "TRITIUM_TEST_COUNT"
+    with g.scope():
+        g.name = "assigned"
+        assert os.environ["TRITIUM_TEST_NAME"] == "assigned"  # propagated
+        monkeypatch.setenv("TRITIUM_TEST_NAME", "later")
+        assert g.name == "assigned"  # an assignment wins over the variable
+        g.name = knobs.env
+        assert g.name == "later"
+    assert "TRITIUM_TEST_NAME" not in os.environ and g.name == "default"  # scope put the variable back
+    monkeypatch.setattr(knobs, "propagate_env", False)
+    g.count = 7
+    assert g.count == 7 and "TRITIUM_TEST_COUNT" not in os.environ
+    del g.count
+    assert g.count == 3
+
+    fresh, reset = _internal_testing._fresh_knobs_impl()
+    monkeypatch.setenv("TRITON_HIP_LOCAL_PREFETCH", "5")
+    original = knobs.amd
+    try:
+        assert fresh() is knobs and knobs.amd is not original and knobs.propagate_env
+        assert knobs.amd.local_prefetch == 0  # the variable is gone while fresh
+        knobs.amd.local_prefetch = 9
+    finally:
+        reset()
+    assert knobs.amd is original and os.environ["TRITON_HIP_LOCAL_PREFETCH"] == "5" and not knobs.propagate_env
+    knobs.refresh_knobs()
+    assert knobs.build.backend_dirs == {p for p in (os.environ.get("TRITON_CUDACRT_PATH"),
+                                                    os.environ.get("TRITON_CUDART_PATH")) if p}
+
+
+def test_the_file_cache_manager_stores_files_and_groups(tmp_path):
+    import os
+
+    from tritium import knobs
+    from tritium.runtime.cache import FileCacheManager, get_cache_manager
+
+    with knobs.cache.scope():
+        knobs.cache.dir = str(tmp_path)
+        manager = get_cache_manager("abc")
+        assert isinstance(manager, FileCacheManager)
+        assert manager.get_file("k.bin") is None
+        path = manager.put(b"\x00\x01", "k.bin")
+        text = manager.put("hello", "k.txt", binary=False)
+        assert manager.get_file("k.bin") == path and open(path, "rb").read() == b"\x00\x01"
+        manager.put_group("k.json", {"k.bin": path, "k.txt": text})
+        assert manager.get_group("k.json") == {"k.bin": path, "k.txt": text}
+        os.remove(path)
+        assert manager.get_group("k.json") is None  # a member is gone: the group is

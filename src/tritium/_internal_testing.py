@@ -188,3 +188,42 @@ def to_numpy(x):
     if isinstance(x, np.ndarray):
         return x
     raise ValueError(f"Not a triton-compatible tensor: {x}")
+
+
+def _fresh_knobs_impl(skipped_attr=None):
+    """(fresh, reset) for a test suite's ``fresh_knobs`` fixture, as Triton's conftest uses them:
+    ``fresh()`` puts an unassigned copy of every knob group in ``triton.knobs``, removes the knobs'
+    environment variables and turns ``propagate_env`` on, and returns the module; ``reset()`` puts
+    the groups, the variables and ``propagate_env`` back."""
+    import os
+
+    from . import knobs
+
+    skipped = set(skipped_attr or ())
+    groups = {name: group for name, group in vars(knobs).items()
+              if isinstance(group, knobs.base_knobs) and name not in skipped}
+    saved_environment: dict = {}
+    saved_propagate = knobs.propagate_env
+
+    def fresh():
+        for name, group in groups.items():
+            setattr(knobs, name, group.copy().reset())
+            for descriptor in group.knob_descriptors.values():
+                for key in (descriptor.key, *descriptor.also):
+                    if key:
+                        saved_environment.setdefault(key, os.environ.get(key))
+                        os.environ.pop(key, None)
+        knobs.propagate_env = True
+        return knobs
+
+    def reset():
+        for name, group in groups.items():
+            setattr(knobs, name, group)
+        for key, value in saved_environment.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        knobs.propagate_env = saved_propagate
+
+    return fresh, reset

@@ -205,14 +205,12 @@ _UNSET = object()
 _launch_settings: dict = {}
 
 
-_RUNTIME_KNOBS, _LANGUAGE_KNOBS = knobs.runtime.__dict__, knobs.language.__dict__  # the knobs once assigned
-
-
 def launch_settings() -> LaunchSettings:
     """``LaunchSettings`` for the environment and knobs as they are now, parsed once per distinct
     state of them: a launch reads them in one step instead of one variable at a time."""
-    key = (knobs.environ_values(_LAUNCH_ENVIRON), _RUNTIME_KNOBS.get("backend", _UNSET),
-           _RUNTIME_KNOBS.get("debug", _UNSET), _LANGUAGE_KNOBS.get("fp32_default", _UNSET))
+    assigned_runtime, assigned_language = knobs.runtime.__dict__, knobs.language.__dict__  # (the groups may be replaced)
+    key = (knobs.environ_values(_LAUNCH_ENVIRON), assigned_runtime.get("backend", _UNSET),
+           assigned_runtime.get("debug", _UNSET), assigned_language.get("fp32_default", _UNSET))
     try:
         found = _launch_settings.get(key)
     except TypeError:  # an unhashable knob value: parsed every time

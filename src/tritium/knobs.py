@@ -15,8 +15,16 @@ compiling; ``compilation.always_compile`` (``TRITON_ALWAYS_COMPILE``) ignores co
 stored on disk; ``runtime.launch_enter_hook`` / ``launch_exit_hook``, when assigned, are called around every
 launch with its metadata; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
 ``tl.dot`` calls that name none, read when a kernel is compiled (a new value compiles the kernel
-again); ``runtime.interpret`` is True, since every kernel runs on the interpreter today. The
-other knobs are kept and returned, for code that reads them, but change nothing here.
+again); ``runtime.interpret`` is True (tritium runs kernels on the host without a GPU). The other knobs
+(``build``, ``nvidia``, ``amd``, ``proton`` among them) are kept and returned, for code that reads
+them, but change nothing here.
+
+The machinery is Triton's: a knob is a descriptor (``env_str``, ``env_bool``, ``env_int``,
+``env_opt_str``, ``env_opt_bool``, ``env_class``) naming its environment variable (``.key``);
+``group.knobs`` is the dict of a group's values and ``group.knob_descriptors`` its descriptors;
+assigning ``knobs.env`` (or ``del``) forgets an assignment; while ``propagate_env`` is True (the
+default) an assignment is also written to the environment variable, so that child processes see
+it, and ``group.scope()`` puts those variables back as well.
 """
 from __future__ import annotations
 
@@ -25,9 +33,29 @@ import os
 from typing import Any, Callable
 
 
-def _parse_bool(text: str) -> bool:
-    return text.strip().lower() in ("1", "true", "yes", "on", "y")
 
+
+_TRUE = frozenset({"1", "true", "yes", "on", "y"})
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() in _TRUE
+
+
+class _Env:
+    """``knobs.env``: assigned to a knob, makes it read its environment variable again."""
+
+    def __repr__(self) -> str:
+        return "triton.knobs.env"
+
+
+env = _Env()
+propagate_env = True  # assignments are written to the knob's environment variable too
+
+
+def refresh_knobs() -> None:
+    """Triton re-reads knobs computed once from the environment; every tritium knob reads the
+    environment whenever it is not assigned, so there is nothing to refresh."""
 
 
 _ENVIRON_KEYS: dict = {}
@@ -63,51 +91,169 @@ def environ_values(names: tuple) -> tuple:
     return tuple(map(data.get, keys))
 
 
-class _knob:
-    """An attribute that reads the environment variable ``env`` (parsed by ``parse``; a tuple names
-    several, the first one set wins) until a value is assigned to it; ``default`` (a value, or a
-    function of the group) when no variable is set."""
+class env_base:
+    """A knob: reads the environment variable ``key`` (after the variables ``also``, tritium's
+    names, when set) until a value is assigned; ``default`` (a value, or a function of the group)
+    when none is set."""
 
-    def __init__(self, env, default: Any = None, parse: Callable[[str], Any] = str):
-        self.env = (env,) if isinstance(env, str) else tuple(env or ())
+    def __init__(self, key, default: Any = None, also: tuple = ()):
+        self.key = key
+        self.also = tuple(also)
         self.default = default
-        self.parse = parse
 
     def __set_name__(self, owner, name):
         self.name = name
+
+    def from_env(self, text: str) -> Any:
+        return text
+
+    def to_env(self, value) -> str:
+        return str(value)
+
+    def get(self, group=None) -> Any:
+        """The value the environment (or the default) gives."""
+        for variable in (*self.also, self.key):
+            if variable:
+                text = environ_get(variable)
+                if text is not None:
+                    return self.from_env(text)
+        return self.default(group) if callable(self.default) else self.default
 
     def __get__(self, group, owner=None):
         if group is None:
             return self
         if self.name in group.__dict__:
             return group.__dict__[self.name]
-        for variable in self.env:
-            text = environ_get(variable)
-            if text is not None:
-                return self.parse(text)
-        return self.default(group) if callable(self.default) else self.default
+        return self.get(group)
 
     def __set__(self, group, value):
+        if value is env:
+            group.__dict__.pop(self.name, None)
+            return
         group.__dict__[self.name] = value
+        if propagate_env and self.key and value is not None:
+            os.environ[self.key] = self.to_env(value)
 
     def __delete__(self, group):
         group.__dict__.pop(self.name, None)
 
 
-def _str(env, default=None):
-    return _knob(env, default, str)
+class env_str(env_base):
+    pass
 
 
-def _bool(env, default=False):
-    return _knob(env, default, _parse_bool)
+class env_opt_str(env_base):
+    def __init__(self, key, also: tuple = ()):
+        super().__init__(key, None, also)
 
 
-def _int(env, default=0):
-    return _knob(env, default, int)
+class env_bool(env_base):
+    def __init__(self, key, default=False, also: tuple = ()):
+        super().__init__(key, default, also)
+
+    def from_env(self, text: str) -> bool:
+        return _parse_bool(text)
+
+    def to_env(self, value) -> str:
+        return "1" if value else "0"
+
+
+class env_opt_bool(env_bool):
+    def __init__(self, key, also: tuple = ()):
+        super().__init__(key, None, also)
+
+
+class env_int(env_base):
+    def __init__(self, key, default=0, also: tuple = ()):
+        super().__init__(key, default, also)
+
+    def from_env(self, text: str) -> int:
+        return int(text)
+
+
+class env_class(env_base):
+    """A class named ``module:Name`` in the environment (a cache manager, say)."""
+
+    def __init__(self, key, type_name: str = "class"):
+        super().__init__(key, None)
+        self.type_name = type_name
+
+    def from_env(self, text: str):
+        import importlib
+
+        module, _, name = text.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def to_env(self, value) -> str:
+        return f"{value.__module__}:{value.__qualname__}"
+
+
+class _hook(env_base):
+    """A knob with no environment variable (a function code assigns)."""
+
+    def __init__(self):
+        super().__init__(None, None)
+
+
+class NvidiaTool:
+    """A CUDA tool's path, as ``knobs.nvidia.ptxas`` and its kin give it."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"NvidiaTool({self.path!r})"
+
+
+class env_nvidia_tool(env_base):
+    """``TRITON_<NAME>_PATH``, else the tool the CUDA backend would run (on the PATH or from the
+    nvidia-cuda-nvcc package), else None."""
+
+    def __init__(self, binary: str):
+        super().__init__(f"TRITON_{binary.upper()}_PATH", lambda group: _find_nvidia_tool(binary))
+        self.binary = binary
+
+    def from_env(self, text: str) -> NvidiaTool:
+        return NvidiaTool(text)
+
+    def __get__(self, group, owner=None):
+        value = super().__get__(group, owner)
+        return NvidiaTool(value) if isinstance(value, str) else value
+
+    def to_env(self, value) -> str:
+        return value.path if isinstance(value, NvidiaTool) else str(value)
+
+
+def _find_nvidia_tool(binary: str):
+    import shutil
+
+    found = shutil.which(binary)
+    if found is None:
+        try:
+            import nvidia.cuda_nvcc as package  # the pip wheel with ptxas
+
+            candidate = os.path.join(list(package.__path__)[0], "bin", binary)
+            found = candidate if os.path.exists(candidate) else None
+        except ImportError:
+            found = None
+    return None if found is None else NvidiaTool(found)
 
 
 class base_knobs:
     """A group of knobs."""
+
+    @property
+    def knob_descriptors(self) -> dict:
+        """Knob name -> its descriptor, this group's and its bases'."""
+        found = {}
+        for klass in reversed(type(self).__mro__):
+            found.update({name: value for name, value in vars(klass).items() if isinstance(value, env_base)})
+        return found
+
+    @property
+    def knobs(self) -> dict:
+        """Knob name -> its value now."""
+        return {name: getattr(self, name) for name in self.knob_descriptors}
 
     def is_set(self, name: str) -> bool:
         """Whether ``name`` was assigned (rather than read from the environment or its default)."""
@@ -124,58 +270,112 @@ class base_knobs:
 
     @contextlib.contextmanager
     def scope(self):
+        """Restores on exit the assignments and the knobs' environment variables as they were."""
         saved = dict(self.__dict__)
+        keys = {d.key for d in self.knob_descriptors.values() if d.key}
+        environment = {key: os.environ.get(key) for key in keys}
         try:
             yield
         finally:
             self.__dict__.clear()
             self.__dict__.update(saved)
+            for key, value in environment.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                elif os.environ.get(key) != value:
+                    os.environ[key] = value
+
+
+class build_knobs(base_knobs):
+    cc = env_opt_str("CC")
+    cudacrt_path = env_opt_str("TRITON_CUDACRT_PATH")
+    cudart_path = env_opt_str("TRITON_CUDART_PATH")
+
+    @property
+    def backend_dirs(self) -> set:
+        return {path for path in (self.cudacrt_path, self.cudart_path) if path is not None}
 
 
 class cache_knobs(base_knobs):
-    home_dir = _str("TRITON_HOME", lambda group: os.path.expanduser("~/"))
-    dir = _str("TRITON_CACHE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "cache"))
-    dump_dir = _str("TRITON_DUMP_DIR", lambda group: os.path.join(group.home_dir, ".triton", "dump"))
-    override_dir = _str("TRITON_OVERRIDE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "override"))
+    home_dir = env_str("TRITON_HOME", lambda group: os.path.expanduser("~/"))
+    dir = env_str("TRITON_CACHE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "cache"))
+    dump_dir = env_str("TRITON_DUMP_DIR", lambda group: os.path.join(group.home_dir, ".triton", "dump"))
+    override_dir = env_str("TRITON_OVERRIDE_DIR", lambda group: os.path.join(group.home_dir, ".triton", "override"))
+    manager_class = env_class("TRITON_CACHE_MANAGER", "CacheManager")
+    remote_manager_class = env_class("TRITON_REMOTE_CACHE_BACKEND", "RemoteCacheBackend")
 
 
 class compilation_knobs(base_knobs):
-    override = _bool("TRITON_KERNEL_OVERRIDE")
-    dump_ir = _bool("TRITON_KERNEL_DUMP")
-    always_compile = _bool("TRITON_ALWAYS_COMPILE")
-    dump = _str("TRITIUM_DUMP", "")  # tritium's: comma-separated stage names (config.dump_stages)
-    disable_line_info = _bool("TRITON_DISABLE_LINE_INFO")
-    front_end_debugging = _bool("TRITON_FRONT_END_DEBUGGING")
-    allow_non_constexpr_globals = _bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
-    listener = _knob(None)
+    override = env_bool("TRITON_KERNEL_OVERRIDE")
+    dump_ir = env_bool("TRITON_KERNEL_DUMP")
+    store_binary_only = env_bool("TRITON_STORE_BINARY_ONLY")
+    always_compile = env_bool("TRITON_ALWAYS_COMPILE")
+    dump = env_str("TRITIUM_DUMP", "")  # tritium's: comma-separated stage names (config.dump_stages)
+    use_ir_loc = env_opt_str("USE_IR_LOC")
+    enable_asan = env_bool("TRITON_ENABLE_ASAN")
+    disable_line_info = env_bool("TRITON_DISABLE_LINE_INFO")
+    front_end_debugging = env_bool("TRITON_FRONT_END_DEBUGGING")
+    allow_non_constexpr_globals = env_bool("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS")
+    listener = _hook()
 
 
 class autotuning_knobs(base_knobs):
-    cache = _bool("TRITON_CACHE_AUTOTUNING")
-    print = _bool("TRITON_PRINT_AUTOTUNING")
-    listener = _knob(None)
+    cache = env_bool("TRITON_CACHE_AUTOTUNING")
+    print = env_bool("TRITON_PRINT_AUTOTUNING")
+    listener = _hook()
 
 
 class runtime_knobs(base_knobs):
-    interpret = _knob(None, True)
-    debug = _bool(("TRITIUM_DEBUG", "TRITON_DEBUG"))
-    backend = _str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
-    override_arch = _str("TRITON_OVERRIDE_ARCH")
+    interpret = env_bool(None, True)  # tritium runs kernels on the host, whatever TRITON_INTERPRET says
+    debug = env_bool("TRITON_DEBUG", also=("TRITIUM_DEBUG",))
+    backend = env_str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
+    override_arch = env_opt_str("TRITON_OVERRIDE_ARCH")
     # called with the launch's metadata ({"name", "function", "stream", "grid", "backend"}) before and after
     # every launch, as Triton calls them (profilers such as proton assign them)
-    launch_enter_hook = _knob(None)
-    launch_exit_hook = _knob(None)
+    launch_enter_hook = _hook()
+    launch_exit_hook = _hook()
 
 
 class language_knobs(base_knobs):
-    default_fp_fusion = _bool("TRITON_DEFAULT_FP_FUSION", True)
+    default_fp_fusion = env_bool("TRITON_DEFAULT_FP_FUSION", True)
     # the input_precision of fp32 tl.dot calls that give none ("tf32", "tf32x3" or "ieee");
     # unset, "tf32", as on NVIDIA GPUs
-    fp32_default = _str("TRITON_F32_DEFAULT")
+    fp32_default = env_opt_str("TRITON_F32_DEFAULT")
 
 
+class nvidia_knobs(base_knobs):
+    ptxas = env_nvidia_tool("ptxas")
+    cuobjdump = env_nvidia_tool("cuobjdump")
+    nvdisasm = env_nvidia_tool("nvdisasm")
+    dump_nvptx = env_bool("NVPTX_ENABLE_DUMP")
+    disable_ptxas_opt = env_bool("DISABLE_PTXAS_OPT")
+    ptxas_options = env_opt_str("PTXAS_OPTIONS")
+    mock_ptx_version = env_opt_str("TRITON_MOCK_PTX_VERSION")
+    libdevice_path = env_opt_str("TRITON_LIBDEVICE_PATH")
+    libcuda_path = env_opt_str("TRITON_LIBCUDA_PATH")
+
+
+class amd_knobs(base_knobs):
+    use_buffer_ops = env_bool("AMDGCN_USE_BUFFER_OPS", True)
+    dump_amdgcn = env_bool("AMDGCN_ENABLE_DUMP")
+    libhip_path = env_opt_str("TRITON_LIBHIP_PATH")
+    global_prefetch = env_int("TRITON_HIP_GLOBAL_PREFETCH")
+    local_prefetch = env_int("TRITON_HIP_LOCAL_PREFETCH")
+    use_block_pingpong = env_opt_bool("TRITON_HIP_USE_BLOCK_PINGPONG")
+    use_in_thread_transpose = env_opt_bool("TRITON_HIP_USE_IN_THREAD_TRANSPOSE")
+
+
+class proton_knobs(base_knobs):
+    cupti_lib_dir = env_opt_str("TRITON_CUPTI_LIB_PATH")
+    enable_nvtx = env_bool("TRITON_ENABLE_NVTX", True)
+
+
+build = build_knobs()
 cache = cache_knobs()
 compilation = compilation_knobs()
 autotuning = autotuning_knobs()
 runtime = runtime_knobs()
 language = language_knobs()
+nvidia = nvidia_knobs()
+amd = amd_knobs()
+proton = proton_knobs()

@@ -165,3 +165,85 @@ def load_stages(key: str, stages) -> Optional[dict]:
         except (KeyError, ValueError):
             return None
     return found
+
+
+# Triton's cache-manager interface --------------------------------------------------------------------
+class CacheManager:
+    """Triton's interface of a store of a kernel's files, under a key (``triton.runtime.cache``):
+    code that assigns ``knobs.cache.manager_class`` subclasses it."""
+
+    def __init__(self, key: str, override: bool = False, dump: bool = False):
+        self.key = key
+
+    def get_file(self, filename: str) -> Optional[str]:
+        raise NotImplementedError
+
+    def put(self, data: Union[str, bytes], filename: str, binary: bool = True) -> str:
+        raise NotImplementedError
+
+    def get_group(self, filename: str) -> Optional[dict]:
+        raise NotImplementedError
+
+    def put_group(self, filename: str, group: dict) -> str:
+        raise NotImplementedError
+
+
+class FileCacheManager(CacheManager):
+    """Files in a folder per key: under ``config.cache_dir()``'s ``triton/`` (or the knobs' dump and
+    override folders with ``dump`` / ``override``), each written atomically. A group is a JSON file
+    naming the paths of files stored under the same key."""
+
+    def __init__(self, key: str, override: bool = False, dump: bool = False):
+        super().__init__(key, override, dump)
+        from .. import knobs
+
+        if dump:
+            root = knobs.cache.dump_dir
+        elif override:
+            root = knobs.cache.override_dir
+        else:
+            root = os.path.join(config.cache_dir(), "triton")
+        self.cache_dir = os.path.join(root, key)
+        if not override:
+            os.makedirs(self.cache_dir, exist_ok=True)
+
+    def _path(self, filename: str) -> str:
+        return os.path.join(self.cache_dir, filename)
+
+    def has_file(self, filename: str) -> bool:
+        return os.path.exists(self._path(filename))
+
+    def get_file(self, filename: str) -> Optional[str]:
+        return self._path(filename) if self.has_file(filename) else None
+
+    def put(self, data: Union[str, bytes], filename: str, binary: bool = True) -> str:
+        os.makedirs(self.cache_dir, exist_ok=True)
+        payload = data if isinstance(data, bytes) else str(data).encode()
+        handle, temporary = tempfile.mkstemp(dir=self.cache_dir, prefix=".tmp-")
+        with os.fdopen(handle, "wb") as f:
+            f.write(payload)
+        os.replace(temporary, self._path(filename))
+        return self._path(filename)
+
+    def get_group(self, filename: str) -> Optional[dict]:
+        path = self.get_file(f"__grp__{filename}")
+        if path is None:
+            return None
+        try:
+            with open(path) as f:
+                children = json.load(f)["child_paths"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return children if all(os.path.exists(p) for p in children.values()) else None
+
+    def put_group(self, filename: str, group: dict) -> str:
+        return self.put(json.dumps({"child_paths": {name: self._path(name) for name in group}}),
+                        f"__grp__{filename}", binary=False)
+
+
+def get_cache_manager(key: str) -> CacheManager:
+    """A cache manager for ``key``: ``knobs.cache.manager_class`` when assigned (or named by
+    ``TRITON_CACHE_MANAGER``), else ``FileCacheManager``."""
+    from .. import knobs
+
+    return (knobs.cache.manager_class or FileCacheManager)(key)

@@ -332,14 +332,12 @@ def direct_launcher(kernel, values: dict, settings: config.LaunchSettings) -> Op
     return make(list(kernel.ir.arg_names))
 
 
-_HOOKS = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
-
-
 def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], values: dict) -> bool:
     """Launches through ``direct`` (a ``direct_launcher``) when nothing asks for ``launch``'s extras
     (``@jit(debug=True)``, launch hooks); False when it did not launch (those, or a grid it leaves
     to ``launch``)."""
-    if _HOOKS.get("launch_enter_hook") is not None or _HOOKS.get("launch_exit_hook") is not None \
+    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
+    if hooks.get("launch_enter_hook") is not None or hooks.get("launch_exit_hook") is not None \
             or getattr(kernel.fn, "debug", None):
         return False
     try:
