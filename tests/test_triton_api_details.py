@@ -286,3 +286,32 @@ def test_the_file_cache_manager_stores_files_and_groups(tmp_path):
         assert manager.get_group("k.json") == {"k.bin": path, "k.txt": text}
         os.remove(path)
         assert manager.get_group("k.json") is None  # a member is gone: the group is
+
+
+def test_mxfp_tools_encode_and_pack():
+    """triton.tools.mxfp against a brute-force oracle: every float maps to the nearest FP4 E2M1 value
+    (ties to the even code, clipped to +-6); packing puts two codes a byte and unpacks to the same
+    codes; E8M0 codes decode to 2^(c - 127) and 255 to NaN."""
+    import math
+
+    from tritium.tools.mxfp import MXFP4Tensor, MXScaleTensor, fp8e8m0_to_float32
+
+    grid = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    x = torch.linspace(-8, 8, 4097)
+    codes = MXFP4Tensor(x).data
+    for value, code in zip(x.tolist(), codes.tolist()):
+        magnitude = min(abs(value), 6.0)
+        best = min(range(8), key=lambda c: (abs(grid[c] - magnitude), c % 2))  # nearest, then the even code
+        assert code == best | (8 if value < 0 else 0), (value, code)
+    shape = (6, 7)
+    t = MXFP4Tensor(size=shape).random()
+    for dim in (0, 1):
+        packed = t.to_packed_tensor(dim=dim)
+        assert packed.shape[dim] == (shape[dim] + 1) // 2
+        assert torch.equal(t.unpack_packed_tensor(packed, dim=dim, original_shape=shape), t.data)
+    row = MXFP4Tensor(size=(1, 2)).random()
+    assert row.to_packed_tensor(dim=1).item() == int(row.data[0, 0]) | int(row.data[0, 1]) << 4
+    scales = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    decoded = fp8e8m0_to_float32(scales)
+    assert decoded[:255].tolist() == [math.ldexp(1.0, c - 127) for c in range(255)] and math.isnan(decoded[255])
+    assert MXScaleTensor(torch.tensor([0.25, 3.0, -1.0, float("inf")])).data.tolist() == [125, 129, 255, 255]
