@@ -1,5 +1,5 @@
-"""Triton import path ``triton.tools.mxfp``: host-side tensors of the OCP microscaling formats, for
-preparing the inputs of ``tl.dot_scaled`` and checking its results (needs torch).
+"""``triton.tools.mxfp``: host-side tensors of the OCP microscaling formats, for preparing the inputs
+of ``tl.dot_scaled`` and checking its results (needs torch).
 
 - ``MXFP4Tensor``: FP4 E2M1 values, one code per element in ``.data`` (uint8, low four bits: sign,
   two exponent bits with bias 1, one mantissa bit), so the values are 0, 0.5, 1, 1.5, 2, 3, 4, 6 and
