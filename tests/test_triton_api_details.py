@@ -315,3 +315,31 @@ def test_mxfp_tools_encode_and_pack():
     decoded = fp8e8m0_to_float32(scales)
     assert decoded[:255].tolist() == [math.ldexp(1.0, c - 127) for c in range(255)] and math.isnan(decoded[255])
     assert MXScaleTensor(torch.tensor([0.25, 3.0, -1.0, float("inf")])).data.tolist() == [125, 129, 255, 255]
+
+
+def test_autotuner_pruning_as_triton_3_9_does():
+    """A fractional top_k counts the configs early pruning left; pruning everything is an error with
+    Triton's message; ir_override is part of a config's identity (its disk-cache key)."""
+    launched, estimated = [], []
+
+    class Kernel:
+        fn = staticmethod(lambda: None)
+
+        def run(self, **kwargs):
+            launched.append(kwargs["BLOCK"])
+
+    tuner = triton.runtime.Autotuner(
+        Kernel(), arg_names=[], configs=[triton.Config({"BLOCK": b}) for b in range(1, 11)], key=[],
+        do_bench=lambda call, quantiles: (call(), [launched[-1]] * 3)[1],
+        prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:6],
+                          "perf_model": lambda **kw: estimated.append(kw["BLOCK"]) or kw["BLOCK"], "top_k": 0.5})
+    tuner.run()
+    assert estimated == [1, 2, 3, 4, 5, 6] and launched == [1, 2, 3, 1]  # 3 timed, then the best
+    nothing = triton.runtime.Autotuner(Kernel(), arg_names=[], configs=[triton.Config({"BLOCK": 1})], key=[],
+                                       prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: []})
+    with pytest.raises(triton.TritonError) as e:
+        nothing.run()
+    assert str(e.value) == ("Autotuner error: No valid autotuner configs after pruning. `early_config_prune` should "
+                            "return at least one config.")
+    first, second = (triton.Config({"BLOCK": 32}, ir_override=name) for name in ("a.ttir", "b.ttir"))
+    assert str(first) != str(second) and first != second

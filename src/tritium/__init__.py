@@ -15,6 +15,8 @@ from .runtime.autotuner import Config, KernelInterface, autotune, heuristics  # 
 from .runtime.compilation import compile  # noqa: F401,A001  (triton.compile)
 from .runtime.jit import JITFunction, constexpr_function, jit  # noqa: F401
 from .runtime.reinterpret import TensorWrapper, reinterpret  # noqa: F401
+from .runtime.arguments import MockTensor  # noqa: F401
+from .language.aggregate import aggregate  # noqa: F401
 
 from .version import __tritium_version__, __version__  # noqa: F401  (see version.py)
 

@@ -94,6 +94,19 @@ def is_hip_gfx12() -> bool:
     return False
 
 
+def is_hip_gfx1250() -> bool:
+    return False
+
+
+def is_rubin() -> bool:
+    return False
+
+
+def is_compile_warmup() -> bool:
+    """True when a test suite runs in Triton's compile-only warm-up mode, which tritium has not."""
+    return False
+
+
 def get_arch() -> str:
     """The architecture of the current target, as its ``GPUTarget`` names it (the host's machine)."""
     from .runtime.driver import driver

@@ -17,6 +17,7 @@ ALIASES = {
 TRITON_PATHS = {
     "triton.backends.compiler": "tritium.backends.compiler",
     "triton.compiler.compiler": "tritium.compiler.compiler",
+    "triton.compiler.code_generator": "tritium.compiler.code_generator",
     "triton.compiler.errors": "tritium.compiler.errors",
     "triton.runtime.errors": "tritium.runtime.errors",
     "triton.language.extra.cuda": "tritium.language.extra.cuda",

@@ -23,13 +23,14 @@ from typing import Any, Optional
 
 from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language import standard as lstd
+from ..language.aggregate import is_aggregate
 from ..language.core import constexpr, tensor, unwrap
 from ..language.tensor_descriptor import tensor_descriptor_type
 from ..language.tuple_type import tuple_type
 from .control_flow import lower_early_returns
 from .strict import check_strict
 from .frontend_branches import BranchVisitor
-from .frontend_calls import CallVisitor
+from .frontend_calls import CallVisitor, _is_jit
 from .frontend_loops import LoopVisitor
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
 from .ir import types as T
@@ -300,6 +301,13 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
         index = self.visit(node.slice)
         if isinstance(value, tensor):
             return self.semantic.subscript(value, _static(index) if _is_static(index) else index)
+        if is_aggregate(value):
+            method = getattr(type(value), "__getitem__", None)
+            if method is None:
+                raise self.error(node, f"the aggregate {type(value).__name__} has no __getitem__")
+            if _is_jit(method):
+                return self.call_jit(method, [value, index])
+            return _wrap(self.call_at_compile_time(method, [value, index], {}))
         if not _is_static(index):
             raise self.error(node, "tuples and lists can only be indexed with constexprs")
         container = value.value if isinstance(value, constexpr) else value

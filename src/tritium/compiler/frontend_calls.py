@@ -8,6 +8,7 @@ import types as pytypes
 from typing import Any
 
 from ..language import core as lcore
+from ..language.aggregate import is_aggregate, is_aggregate_class
 from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
@@ -34,6 +35,26 @@ def _describe(value) -> str:
     if isinstance(value, pytypes.ModuleType):
         return f"module {value.__name__}"
     return f"{type(value).__name__} {value!r}"
+
+
+class _BoundJit:
+    """A @jit method of an aggregate instance, as ``obj.method`` gives it in a kernel."""
+
+    def __init__(self, fn, instance):
+        self.fn, self.instance = fn, instance
+
+
+def _is_jit(value) -> bool:
+    from .source import JITCallable
+
+    return isinstance(value, JITCallable)
+
+
+def _takes_semantic(fn) -> bool:
+    try:
+        return "_semantic" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class CallVisitor:
@@ -75,6 +96,8 @@ class CallVisitor:
                                  "build a new tuple instead (`xs = xs + (value,)`), or unroll the loop with "
                                  "`for i in tl.static_range(n)` and keep one variable per value") from None
             raise self.error(node, f"{_describe(target)} has no attribute '{node.attr}'") from None
+        if is_aggregate(target) and _is_jit(result):
+            return _BoundJit(result, target)  # a @jit method: the instance is its first argument
         return _wrap(result) if isinstance(result, (bool, int, float, str)) else result
 
     # calls -----------------------------------------------------------------------------------------------
@@ -102,6 +125,12 @@ class CallVisitor:
         target = unwrap(fn)
         if isinstance(target, JITCallable):
             return self.call_jit(target, args, kwargs)
+        if isinstance(target, _BoundJit):
+            return self.call_jit(target.fn, [target.instance, *args], kwargs)
+        if is_aggregate_class(target):
+            return target(*args, _semantic=self.semantic, **kwargs)
+        if isinstance(target, pytypes.MethodType) and is_aggregate(target.__self__):
+            return _wrap(self.call_at_compile_time(target, args, kwargs))
         if lcore.is_builtin(target):
             return _wrap(target(*args, **kwargs))
         if getattr(target, "__triton_builtin__", False):
@@ -155,6 +184,12 @@ class CallVisitor:
         raise self.error(node, f"cannot call `{name}` with run-time values inside a kernel: it is neither a "
                          "@triton.jit function nor a triton.language builtin",
                          f"decorate `{name}` with @triton.jit, or use the tl equivalent")
+
+    def call_at_compile_time(self, fn, args, kwargs):
+        """A Python function or method run while compiling, given the kernel's ``_semantic`` when it
+        takes one (as Triton's builtins and aggregate methods do)."""
+        extra = {"_semantic": self.semantic} if _takes_semantic(fn) else {}
+        return fn(*args, **extra, **kwargs)
 
     def call_jit(self, jit_fn, args, kwargs=None):
         """Inlines a @jit function called from a kernel; returns what it returns."""

@@ -6,6 +6,7 @@ active ``Semantic`` (see ``compiler/semantics.py``). A ``constexpr`` is a compil
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any
 
 from ..compiler.ir import types as T
@@ -18,9 +19,16 @@ def _semantic():
 
 
 def builtin(fn):
-    """Marks a function as a language builtin: kernels may call it; Python code may not."""
-    fn.__tritium_builtin__ = True
-    return fn
+    """Marks a function as a language builtin: kernels may call it; Python code may not. It accepts
+    and ignores Triton's ``_semantic`` / ``_generator`` keywords, which code run at compile time
+    (an aggregate's ``__init__``, say) passes on to the tl functions it calls."""
+
+    @functools.wraps(fn)
+    def call(*args, _semantic=None, _generator=None, **kwargs):
+        return fn(*args, **kwargs)
+
+    call.__tritium_builtin__ = True
+    return call
 
 
 def is_builtin(fn) -> bool:

@@ -128,7 +128,42 @@ def tensor_view(value) -> Optional[TensorView]:
         return _cuda_interface_view(value)
     if hasattr(value, "__array_interface__"):
         return _numpy_view(np.asarray(value))
+    if isinstance(value, MockTensor):
+        dtype, _ = _torch_dtype(value.dtype) if not isinstance(value.dtype, T.dtype) else (value.dtype, 0)
+        return TensorView(dtype, 0, 0, 0, "cpu", value)
     return None
+
+
+class MockTensor:
+    """A stand-in for a tensor of ``dtype`` (a torch or tl dtype) where only its type matters:
+    ``kernel.warmup(MockTensor(torch.float32), ...)`` compiles without memory (Triton's
+    ``triton.runtime.jit.MockTensor``). Its address is 0 (16-byte aligned); launched, any access
+    is out of bounds."""
+
+    def __init__(self, dtype, shape=None):
+        self.dtype = dtype
+        self.shape = list(shape) if shape is not None else [1]
+
+    @staticmethod
+    def wrap_dtype(arg):
+        """A torch dtype as a MockTensor of it; anything else as it is."""
+        if type(arg).__name__ == "dtype" and type(arg).__module__ == "torch":
+            return MockTensor(arg)
+        return arg
+
+    def stride(self):
+        strides = [1]
+        for size in reversed(self.shape[1:]):
+            strides.append(strides[-1] * size)
+        return tuple(reversed(strides))
+
+    @staticmethod
+    def data_ptr():
+        return 0
+
+    @staticmethod
+    def ptr_range():
+        return 0
 
 
 def _launch_int_type(v: int) -> T.dtype:

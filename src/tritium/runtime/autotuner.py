@@ -107,7 +107,7 @@ class Config:
 
     def _identity(self):
         return (tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())), self.num_warps, self.num_stages,
-                self.num_ctas, self.maxnreg, self.pre_hook)
+                self.num_ctas, self.maxnreg, self.pre_hook, self.ir_override)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Config) and self._identity() == other._identity()
@@ -119,6 +119,8 @@ class Config:
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
         parts += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}", f"num_stages: {self.num_stages}",
                   f"maxnreg: {self.maxnreg}"]
+        if self.ir_override is not None:  # part of the identity that disk-cached results are keyed by
+            parts.append(f"ir_override: {self.ir_override}")
         return ", ".join(parts)
 
     def __repr__(self) -> str:
@@ -405,18 +407,19 @@ class Autotuner(_Wrapper):
     def prune_configs(self, kwargs: dict, nargs: Optional[dict] = None) -> list:
         """The configs worth timing: ``early_config_prune(configs, nargs, **kwargs)`` first, then
         the ``top_k`` best by ``perf_model(**args, **config.all_kwargs())`` (an int, or a
-        fraction of the configs when a float <= 1)."""
+        fraction of the configs early pruning left when a float <= 1)."""
         nargs = self.nargs if nargs is None else nargs
         nargs = nargs or {}
         configs = list(self.configs)
         if self.early_config_prune is not None:
             configs = list(self.early_config_prune(configs, nargs, **kwargs))
             if not configs:
-                raise LaunchError(f"early_config_prune left no config to launch {self.__name__} with")
+                raise LaunchError("Autotuner error: No valid autotuner configs after pruning. `early_config_prune` "
+                                  "should return at least one config.")
         if self.perf_model is not None:
             top_k = self.configs_top_k
             if isinstance(top_k, float) and top_k <= 1.0:
-                top_k = max(1, int(len(self.configs) * top_k))
+                top_k = max(1, int(len(configs) * top_k))  # a fraction of those left after early pruning
             elif not isinstance(top_k, int):
                 raise TypeError(f"prune_configs_by['top_k'] must be an int or a float <= 1.0, got {top_k!r}")
             if len(configs) > top_k:
@@ -455,7 +458,7 @@ class Autotuner(_Wrapper):
         return list(result) if isinstance(result, (list, tuple)) else [float(result)]
 
     # launching ------------------------------------------------------------------------------------
-    def run(self, *args, grid, **kwargs):
+    def run(self, *args, grid=None, **kwargs):
         tuned = {name for config in self.configs for name in config.kwargs}
         conflicts = tuned & set(kwargs)
         if conflicts:

@@ -16,7 +16,7 @@ from ..language.core import ConstexprFunction, constexpr, constexpr_function  # 
 from ..language.core import source_from_def
 from ..language.tuple_type import tuple_type
 from . import compilation
-from .arguments import specialize, tensor_view
+from .arguments import MockTensor, specialize, tensor_view  # noqa: F401  (MockTensor: Triton's name here)
 from .binder import make_binder
 from .launch import (
     LAUNCH_OPTIONS, at_launch_site, backend_for, direct_launcher, launch, launch_directly, normalize_grid,

@@ -8,7 +8,7 @@ of ``tl.dot_scaled`` and checking its results (needs torch).
   in a byte along ``dim`` (the element with the even index in the low four bits);
 - ``MXScaleTensor``: E8M0 scales, one byte each: code c is 2^(c - 127), 255 is NaN; built from
   floats, a positive finite value takes the nearest power of two (in the exponent), anything else
-  255;
+  255; ``random(low, high)`` draws scales between two values;
 - ``fp8e8m0_to_float32(codes)``: the float32 values of E8M0 codes (uint8 or int8 tensors).
 """
 from __future__ import annotations
@@ -114,10 +114,18 @@ class MXScaleTensor:
         else:
             raise ValueError("MXScaleTensor needs data (a float tensor) or a size")
 
-    def random(self, low: int = 0, high: int = E8M0_NAN):
-        """Fills the tensor with random codes in [low, high) (never 255, NaN); returns it."""
+    def random(self, low=None, high=None):
+        """Fills the tensor with random scales between the values ``low`` and ``high`` (powers of two
+        from 2^floor(log2(low)) to 2^floor(log2(high)), every code equally likely; never 255, NaN);
+        returns it."""
+        import math
+
         torch = _torch()
-        self.data = torch.randint(low, min(high, E8M0_NAN), self.data.shape, dtype=torch.uint8, device=self.device)
+        first = 0 if low is None else max(0, math.floor(math.log2(low)) + E8M0_BIAS)
+        last = E8M0_NAN - 1 if high is None else min(E8M0_NAN - 1, max(0, math.floor(math.log2(high)) + E8M0_BIAS))
+        if first > last:
+            raise ValueError(f"MXScaleTensor.random: low ({low}) is above high ({high})")
+        self.data = torch.randint(first, last + 1, self.data.shape, dtype=torch.uint8, device=self.device)
         return self
 
     def to(self, dtype):
