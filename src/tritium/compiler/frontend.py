@@ -184,8 +184,14 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
                 raise self.error(node, f"cannot unpack {len(values)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, values):
                 self._assign(t, v, node)
+        elif isinstance(target, ast.Attribute):
+            raise self.error(node, f"cannot assign to the attribute '{target.attr}' in a kernel: kernel values (an "
+                             "aggregate's fields too) do not change once built",
+                             "build a new value and assign it to a name")
         else:
-            raise self.error(node, f"cannot assign to a {type(target).__name__} in a kernel",
+            kind = {ast.Subscript: "an element (x[i] = ...)", ast.Starred: "a starred name"}.get(
+                type(target), type(target).__name__)
+            raise self.error(node, f"cannot assign to {kind} in a kernel",
                              "assign to a plain name; memory is written with tl.store")
 
     def visit_Assign(self, node):

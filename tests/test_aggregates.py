@@ -1,0 +1,85 @@
+"""@triton.aggregate: classes whose instances kernels build, pass around and carry through loops.
+
+Oracle: the same computation in torch (fp32 sums of at most 4 values: exact to rounding, compared
+within 1e-6 relative)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tritium as triton
+import tritium.language as tl
+from tritium.errors import CompilationError
+
+
+@triton.aggregate
+class Running:
+    total: tl.tensor
+    count: tl.tensor
+    scale: tl.constexpr
+
+    @triton.jit
+    def add(self, x):
+        return Running(self.total + x, self.count + 1, self.scale)
+
+    @triton.jit
+    def mean(self):
+        return self.total * self.scale / self.count
+
+    def __getitem__(self, i, _semantic=None):
+        return self.total if i == 0 else self.count
+
+
+@triton.aggregate
+class Offsets:
+    r: tl.tensor
+
+    def __init__(self, n: tl.constexpr, _semantic=None):
+        self.r = tl.arange(0, n, _semantic=_semantic)
+
+
+@triton.jit
+def _scaled_mean(x_ptr, out_ptr, first_ptr, N: tl.constexpr, STEPS: tl.constexpr):
+    offsets = Offsets(N)
+    acc = Running(tl.zeros((N,), tl.float32), 0, 2.0)
+    for s in range(STEPS):
+        acc = acc.add(tl.load(x_ptr + s * N + offsets.r))
+    tl.store(out_ptr + offsets.r, acc.mean())
+    tl.store(first_ptr + offsets.r, acc[0])
+
+
+def test_an_aggregate_built_passed_and_carried_through_a_loop(backend):
+    x = torch.randn(4, 16)
+    out, total = torch.empty(16), torch.empty(16)
+    _scaled_mean[(1,)](x, out, total, N=16, STEPS=4)
+    torch.testing.assert_close(out, x.sum(0) * 2 / 4, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(total, x.sum(0), rtol=1e-6, atol=1e-6)
+
+
+def test_the_automatic_init_wraps_python_values():
+    @triton.aggregate
+    class State:
+        x: tl.constexpr
+        shape: tl.tuple
+        y: tl.constexpr = 7
+
+    state = State(3, (4, 5))
+    assert isinstance(state.x, tl.constexpr) and state.x.value == 3 and state.y.value == 7
+    assert isinstance(state.shape, tl.tuple) and [v.value for v in state.shape] == [4, 5]
+    with pytest.raises(TypeError, match="missing the field 'x'"):
+        State()
+    with pytest.raises(AttributeError, match="does not change once built"):
+        state.x = tl.constexpr(1)
+
+
+@triton.jit
+def _assigns_a_field(out_ptr):
+    acc = Running(tl.zeros((4,), tl.float32), 0, 1.0)
+    acc.scale = 3.0
+    tl.store(out_ptr + tl.arange(0, 4), acc.total)
+
+
+def test_assigning_a_field_in_a_kernel_is_a_compile_error(backend):
+    with pytest.raises(CompilationError) as e:
+        _assigns_a_field[(1,)](torch.empty(4))
+    assert "acc.scale = 3.0" in str(e.value) and "do not change once built" in str(e.value)
