@@ -83,3 +83,55 @@ def test_assigning_a_field_in_a_kernel_is_a_compile_error(backend):
     with pytest.raises(CompilationError) as e:
         _assigns_a_field[(1,)](torch.empty(4))
     assert "acc.scale = 3.0" in str(e.value) and "do not change once built" in str(e.value)
+
+
+def test_inheritance_defaults_methods_and_replace():
+    @triton.aggregate
+    class Base:
+        x: tl.constexpr = tl.constexpr(100)
+
+        @triton.constexpr_function
+        def doubled(self):
+            return self.x * 2
+
+    @triton.aggregate
+    class Child(Base):
+        y: tl.constexpr
+
+    child = Child(y=7)
+    assert (child.x.value, child.y.value, child.doubled()) == (100, 7, 200)
+    changed = tl.aggregate_replace(child, x=1)
+    assert (changed.x.value, changed.y.value, child.x.value) == (1, 7, 100)
+    with pytest.raises(TypeError, match="has no field 'z'"):
+        tl.aggregate_replace(child, z=1)
+    with pytest.raises(TypeError, match="expects an aggregate instance"):
+        tl.aggregate_replace(42, x=1)
+
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="can only inherit from other aggregates"):
+        @triton.aggregate
+        class Wrong(Plain):
+            x: tl.constexpr
+
+
+@triton.jit
+def _replaced_in_a_kernel(out_ptr):
+    acc = Running(tl.zeros((4,), tl.float32) + 1.0, 0, 1.0)
+    acc = tl.aggregate_replace(acc, total=acc.total * 3.0)
+    tl.store(out_ptr + tl.arange(0, 4), acc.total)
+
+
+def test_aggregate_replace_in_a_kernel(backend):
+    out = torch.empty(4)
+    _replaced_in_a_kernel[(1,)](out)
+    assert out.tolist() == [3.0] * 4
+
+
+def test_jit_refuses_var_keyword_parameters():
+    def kernel(**kwargs):
+        pass
+
+    with pytest.raises(TypeError, match=r"JIT functions do not support \*\*kwargs"):
+        triton.jit(kernel)

@@ -31,6 +31,7 @@ from .random import (  # noqa: F401
     uint_to_uniform_float,
 )
 from . import extra  # noqa: F401
+from .aggregate import aggregate_replace  # noqa: F401
 
 bool_ = int1
 pi32_t = pointer_type(int32)

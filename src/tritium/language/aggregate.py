@@ -19,7 +19,7 @@ import inspect
 import sys
 
 from ..compiler.aggregates import Aggregate
-from .core import constexpr, tensor, tl_tuple
+from .core import builtin, constexpr, tensor, tl_tuple
 
 _INITIALIZED = "_tritium_aggregate_initialized"
 
@@ -79,10 +79,22 @@ def _takes(fn, name: str) -> bool:
 
 
 def aggregate(cls):
-    """Makes ``cls`` an aggregate (see the module's notes)."""
+    """Makes ``cls`` an aggregate (see the module's notes). It may derive from other aggregates,
+    whose fields (with their defaults) and methods it has too."""
+    bases = tuple(base for base in cls.__bases__ if base is not object)
+    for base in bases:
+        if not is_aggregate_class(base):
+            raise TypeError(f"Aggregates can only inherit from other aggregates: {cls.__name__} derives from "
+                            f"{base.__name__}, which is not decorated with @triton.aggregate")
     fields = _fields(cls)
-    defaults = {name: cls.__dict__[name] for name in fields if name in cls.__dict__}
+    defaults = {}
+    for base in reversed(bases):
+        defaults.update(getattr(base, "__aggregate_defaults__", {}))
+    defaults.update({name: cls.__dict__[name] for name in fields if name in cls.__dict__})
     own_init = cls.__dict__.get("__init__")
+    if own_init is None:
+        own_init = next((base.__dict__["__own_init__"] for base in cls.__mro__[1:]
+                         if base.__dict__.get("__own_init__") is not None), None)
     name = cls.__name__
 
     def __init__(self, *args, _semantic=None, **kwargs):
@@ -118,8 +130,9 @@ def aggregate(cls):
         if field not in fields:
             raise AttributeError(f"{name} has no field '{field}' (its fields: {', '.join(fields)})")
         if self.__dict__.get(_INITIALIZED):
-            raise AttributeError(f"cannot assign to the field '{field}' of the aggregate {name}: an aggregate does "
-                                 f"not change once built; build a new {name}(...) instead")
+            raise AttributeError(f"cannot assign to field '{field}' on immutable aggregate {name}: an aggregate does "
+                                 f"not change once built; build a changed copy with tl.aggregate_replace(obj, "
+                                 f"{field}=...)")
         object.__setattr__(self, field, value)
 
     def flatten(self):
@@ -144,11 +157,26 @@ def aggregate(cls):
                  if key not in ("__dict__", "__weakref__", "__init__") and key not in defaults}
     namespace.update(__init__=__init__, __setattr__=__setattr__, flatten=flatten, structure=structure,
                      __repr__=__repr__, __triton_aggregate__=True, __annotations__=dict(fields),
-                     __aggregate_fields__=tuple(fields))
-    made = type(name, (Aggregate,), namespace)
+                     __aggregate_fields__=tuple(fields), __aggregate_defaults__=defaults,
+                     __own_init__=cls.__dict__.get("__init__"))
+    made = type(name, bases or (Aggregate,), namespace)
     made.__qualname__ = cls.__qualname__
     made.__module__ = cls.__module__
     return made
+
+
+@builtin
+def aggregate_replace(instance, **changes):
+    """A copy of the aggregate ``instance`` with the fields named in ``changes`` replaced (Python
+    values becoming constexprs, as the automatic ``__init__`` makes them); the instance is unchanged."""
+    if not is_aggregate(instance):
+        raise TypeError(f"tl.aggregate_replace expects an aggregate instance, got {type(instance).__name__}")
+    fields = type(instance).__aggregate_fields__
+    for field in changes:
+        if field not in fields:
+            raise TypeError(f"{type(instance).__name__} has no field '{field}' (its fields: {', '.join(fields)})")
+    parts, rebuild = instance.flatten()
+    return rebuild([_as_field(changes[field]) if field in changes else part for field, part in zip(fields, parts)])
 
 
 def is_aggregate(value) -> bool:
@@ -159,4 +187,4 @@ def is_aggregate_class(value) -> bool:
     return isinstance(value, type) and getattr(value, "__triton_aggregate__", False)
 
 
-__all__ = ["aggregate", "is_aggregate", "is_aggregate_class"]
+__all__ = ["aggregate", "aggregate_replace", "is_aggregate", "is_aggregate_class"]

@@ -75,6 +75,10 @@ class ConstexprFunction:
     def __call__(self, *args, **kwargs):
         return self.fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
 
+    def __get__(self, instance, owner=None):
+        """A method of a class (an aggregate's): bound to the instance it is read from."""
+        return self if instance is None else functools.partial(self, instance)
+
     def __repr__(self) -> str:
         return f"ConstexprFunction({self.fn.__qualname__})"
 

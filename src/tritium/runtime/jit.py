@@ -155,6 +155,9 @@ class JITFunction(KernelInterface, JITCallable):
         self.__wrapped__ = fn
         self.signature = inspect.signature(fn)
         signature_params = list(self.signature.parameters.values())
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature_params):
+            raise TypeError(f"{fn.__name__}: JIT functions do not support **kwargs (a kernel's parameters are "
+                            "compiled into it by name); list the parameters")
         self.arg_names = [p.name for p in signature_params]
         names = set(self.arg_names)
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in do_not_specialize}

@@ -16,6 +16,10 @@ class GluonJITFunction:
     """A ``@gluon.jit`` function: kept, never compiled."""
 
     def __init__(self, fn, **options):
+        import inspect
+
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
+            raise TypeError(f"{fn.__name__}: JIT functions do not support **kwargs; list the parameters")
         self.fn = fn
         self.options = options
         self.__name__ = getattr(fn, "__name__", "gluon_kernel")
