@@ -343,3 +343,13 @@ def test_autotuner_pruning_as_triton_3_9_does():
                             "return at least one config.")
     first, second = (triton.Config({"BLOCK": 32}, ir_override=name) for name in ("a.ttir", "b.ttir"))
     assert str(first) != str(second) and first != second
+
+
+def test_rewrite_records_the_line_of_the_def():
+    """JITFunction.rewrite(), which Triton's interpreter tests call: the file line of the `def`
+    (after the decorator)."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(_mixed_fp8_dot.fn)
+    def_line = first + next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+    assert _mixed_fp8_dot.rewrite().def_file_lineno == def_line == _mixed_fp8_dot.rewriter.def_file_lineno

@@ -320,6 +320,16 @@ class JITFunction(KernelInterface, JITCallable):
         key, specs, attrs, devices = self._specialize(values)
         return self._kernel_for(key, specs, attrs, devices, options)
 
+    def rewrite(self):
+        """Triton's interpreter rewrites a kernel's source to keep its line numbers and records the
+        file line of its ``def`` as ``rewriter.def_file_lineno``; tritium's frontend compiles the
+        source as it is (its locations are the file's), so this only records that line."""
+        import types
+
+        parsed = self.parsed  # parsed.tree: the function's own node, its lineno that of the `def`
+        self.rewriter = types.SimpleNamespace(def_file_lineno=parsed.first_line + parsed.tree.lineno - 1)
+        return self.rewriter
+
     def pointer_accesses(self, *args, **kwargs) -> tuple[list[str], list[str]]:
         """(the parameters whose memory the kernel may read, those it may write), compiled for these
         arguments (tensors, numbers, constexprs, as for a launch) without launching. From the IR's
