@@ -353,3 +353,42 @@ def test_rewrite_records_the_line_of_the_def():
     lines, first = inspect.getsourcelines(_mixed_fp8_dot.fn)
     def_line = first + next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
     assert _mixed_fp8_dot.rewrite().def_file_lineno == def_line == _mixed_fp8_dot.rewriter.def_file_lineno
+
+
+def test_performance_model_numbers_of_a_gpu_come_from_its_properties():
+    """With a GPU driver active, triton.testing answers from the device's properties: an H100 SXM's
+    (132 SMs, 1.98 GHz, 2.619 GHz x 5120-bit HBM3) give its published peaks: 3.35 TB/s, 989 dense
+    fp16 tensor-core TFLOP/s at 1.83 GHz, 67 fp32 TFLOP/s."""
+    from types import SimpleNamespace
+
+    from tritium import testing
+    from tritium.runtime.driver import driver
+
+    properties = {"mem_clock_rate": 2_619_000, "mem_bus_width": 5120, "multiprocessor_count": 132,
+                  "sm_clock_rate": 1_980_000}
+    gpu = SimpleNamespace(utils=SimpleNamespace(get_device_properties=lambda device: properties),
+                          get_current_target=lambda: SimpleNamespace(backend="cuda", arch=90),
+                          get_current_device=lambda: 0)
+    driver.set_active(gpu)
+    try:
+        assert testing.get_dram_gbps() == pytest.approx(3352.32)
+        assert testing.get_max_tensorcore_tflops(torch.float16, clock_rate=1_830_000) == pytest.approx(989.6, rel=1e-3)
+        assert testing.get_max_simd_tflops(torch.float32) == pytest.approx(66.9, rel=1e-3)
+    finally:
+        driver.reset_active()
+    assert testing.get_dram_gbps() > 0.1  # the host's, measured
+
+
+def test_cdiv_of_a_symbolic_size():
+    class Size:  # what a symbolic size offers: + and //
+        def __init__(self, at):
+            self.at = at
+
+        def __add__(self, other):
+            return Size(lambda x: self.at(x) + other)
+
+        def __floordiv__(self, other):
+            return Size(lambda x: self.at(x) // other)
+
+    blocks = triton.cdiv(Size(lambda x: x), 32)
+    assert [blocks.at(x) for x in (0, 1, 32, 33)] == [0, 1, 1, 2]

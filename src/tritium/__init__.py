@@ -22,8 +22,8 @@ from .version import __tritium_version__, __version__  # noqa: F401  (see versio
 
 
 def cdiv(x: int, y: int) -> int:
-    """Ceiling division of two integers."""
-    return (x + y - 1) // y
+    """Ceiling division of two integers (or of a symbolic size with + and //, as torch passes)."""
+    return (x + (y - 1)) // y
 
 
 def set_allocator(allocator) -> None:

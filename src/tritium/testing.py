@@ -382,10 +382,26 @@ def perf_report(benchmarks):
 _MEASURED: dict = {}
 
 
+def _gpu_properties(device):
+    """The active driver's GPU properties (Triton's keys), or None when the active driver is the host's."""
+    from .runtime.driver import driver
+
+    active = driver.active
+    target = active.get_current_target()
+    if getattr(target, "backend", "cpu") == "cpu":
+        return None, None
+    if device is None:
+        device = active.get_current_device()
+    return active.utils.get_device_properties(device), target
+
+
 def get_dram_gbps(device=None) -> float:
-    """Memory bandwidth in GB/s: for the host CPU, measured once per process by copying a 64 MiB
-    array (bytes read plus bytes written, best of three); Triton computes it from a GPU's memory
-    clock and bus width."""
+    """Memory bandwidth in GB/s. On a GPU, from its properties as Triton computes it: the memory clock
+    (kHz) times the bus width (bits), twice a clock (double data rate). For the host CPU, measured
+    once per process by copying a 64 MiB array (bytes read plus bytes written, best of three)."""
+    properties, _ = _gpu_properties(device)
+    if properties is not None:
+        return properties["mem_clock_rate"] * properties["mem_bus_width"] * 2 / 1e6 / 8
     if "gbps" not in _MEASURED:
         source = np.ones(1 << 24, dtype=np.float32)
         target = np.empty_like(source)
@@ -396,6 +412,39 @@ def get_dram_gbps(device=None) -> float:
             best = min(best, time.perf_counter() - start)
         _MEASURED["gbps"] = 2 * source.nbytes / best / 1e9
     return _MEASURED["gbps"]
+
+
+# Dense floating-point operations per clock per streaming multiprocessor, by compute capability's
+# major version and operand width in bits (NVIDIA's published peak rates divided by SM count and
+# boost clock): the tensor cores, and the FMA units (an FMA counts two).
+_TENSOR_CORE_OPS = {8: {32: 1024, 16: 2048, 8: 4096}, 9: {32: 2048, 16: 4096, 8: 8192},
+                    10: {32: 4096, 16: 8192, 8: 16384}}
+_SIMD_OPS = {32: 256, 16: 512}
+
+
+def _dtype_bits(dtype) -> int:
+    name = str(dtype).replace("torch.", "")
+    if "8" in name and ("float8" in name or name.startswith("fp8")):
+        return 8
+    if name in ("float16", "bfloat16", "fp16", "bf16", "half"):
+        return 16
+    return 32
+
+
+def _major(arch) -> int:
+    """The compute capability's major version of a target's arch (90, "sm_90a", "sm_100" ...)."""
+    digits = arch if isinstance(arch, int) else int("".join(c for c in str(arch) if c.isdigit()) or 90)
+    return digits // 10
+
+
+def _gpu_tflops(ops_per_clock, dtype, clock_rate, device):
+    """TFLOP/s of the active GPU: SMs x ``ops_per_clock(major, bits)`` x the clock; None on the host."""
+    properties, target = _gpu_properties(device)
+    if properties is None:
+        return None
+    clock = clock_rate if clock_rate is not None else properties["sm_clock_rate"]  # kHz
+    ops = ops_per_clock(_major(getattr(target, "arch", 90)), _dtype_bits(dtype))
+    return properties["multiprocessor_count"] * ops * clock * 1e3 / 1e12
 
 
 def _matmul_tflops() -> float:
@@ -414,15 +463,21 @@ def _matmul_tflops() -> float:
 
 
 def get_max_simd_tflops(dtype=None, clock_rate=None, device=None) -> float:
-    """Peak vector floating-point rate in TFLOP/s: for the host CPU, an fp32 matmul's measured
-    rate (once per process; CPUs compute fp16 and bf16 at the fp32 rate or slower, so it serves
-    for every dtype, and ``clock_rate`` is not needed)."""
-    return _matmul_tflops()
+    """Peak vector floating-point rate in TFLOP/s. On a GPU: SMs x FMA lanes x 2 x the clock
+    (``clock_rate`` in kHz, else the SM clock). For the host CPU, an fp32 matmul's measured rate
+    (once per process; CPUs compute fp16 and bf16 at the fp32 rate or slower, so it serves for
+    every dtype, and ``clock_rate`` is not needed)."""
+    found = _gpu_tflops(lambda major, bits: _SIMD_OPS.get(bits, _SIMD_OPS[32]), dtype, clock_rate, device)
+    return found if found is not None else _matmul_tflops()
 
 
 def get_max_tensorcore_tflops(dtype=None, clock_rate=None, device=None) -> float:
-    """Peak matrix-unit rate in TFLOP/s: a CPU has no tensor cores, so its vector rate."""
-    return _matmul_tflops()
+    """Peak matrix-unit rate in TFLOP/s. On a GPU: SMs x the tensor cores' dense operations per
+    clock for ``dtype``'s width and the architecture x the clock. A CPU has no tensor cores: its
+    vector rate."""
+    found = _gpu_tflops(lambda major, bits: _TENSOR_CORE_OPS.get(major, _TENSOR_CORE_OPS[9]).get(bits, 0) or
+                        _TENSOR_CORE_OPS.get(major, _TENSOR_CORE_OPS[9])[32], dtype, clock_rate, device)
+    return found if found is not None else _matmul_tflops()
 
 
 def nvsmi(attrs) -> list:
