@@ -32,6 +32,7 @@ from .random import (  # noqa: F401
 )
 from . import extra  # noqa: F401
 from .aggregate import aggregate_replace  # noqa: F401
+from .dot_scaled import dot_scaled  # noqa: F401
 
 bool_ = int1
 pi32_t = pointer_type(int32)

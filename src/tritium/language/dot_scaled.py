@@ -1,0 +1,106 @@
+"""``tl.dot_scaled``: the matrix product of two blocks in the OCP microscaling (MX) formats.
+
+An operand is a block of elements in one of the formats ``e2m1`` (FP4: two codes a byte, the first
+element in the low four bits, packed along K unless ``*_k_pack=False`` packs them along M or N),
+``e4m3``, ``e5m2`` (fp8: uint8 codes or the fp8 type), ``bf16`` or ``fp16``, with an optional
+scale block of E8M0 codes (uint8: 2^(code - 127), 255 is NaN), one per 32 consecutive elements
+along K: ``[M, K // 32]`` for the left operand, ``[N, K // 32]`` for the right one (not
+transposed). As Triton does on GPUs without microscaling instructions, each operand is decoded,
+multiplied by its scales and rounded to bf16 (exact for the fp4 and fp8 formats unless the scaled
+value leaves bf16's range), and the two are multiplied with ``tl.dot`` (fp32 accumulation). A NaN
+scale gives NaN, with ``fast_math`` too. It is built from other tl operations, so every backend
+runs it.
+"""
+from __future__ import annotations
+
+from ..compiler.ir import types as T
+from . import standard as tl
+from .core import builtin, tensor, unwrap
+
+FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+GROUP = 32  # elements along K that share one scale
+
+
+def _fp4_values(codes):
+    """fp32 values of FP4 E2M1 codes (an int32 block): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives."""
+    exponent = (codes >> 1) & 3
+    mantissa = (codes & 1).to(T.float32)
+    normal = (mantissa + 2.0) * ((exponent + 125) << 23).to(T.float32, bitcast=True)  # (2 + m) * 2^(e - 2)
+    magnitude = tl.where(exponent == 0, mantissa * 0.5, normal)
+    return tl.where(((codes >> 3) & 1) == 1, -magnitude, magnitude)
+
+
+def _unpacked(x, pack_dim: int):
+    """Two FP4 codes a byte along ``pack_dim`` (0 or 1 of a 2-D block) as int32 codes, twice as long."""
+    byte = x.to(T.uint8, bitcast=True).to(T.int32) if x.dtype != T.uint8 else x.to(T.int32)
+    low, high = byte & 15, (byte >> 4) & 15
+    pair = tl.join(low, high)  # [R, C, 2]: element 2i is the low half
+    rows, cols = x.shape
+    if pack_dim == 1:
+        return tl.reshape(pair, (rows, cols * 2))
+    return tl.reshape(tl.permute(pair, (0, 2, 1)), (rows * 2, cols))
+
+
+def _values(x, fmt: str, pack_dim: int):
+    """fp32 values of an operand (2-D, K along dimension 1 after the caller's transposes)."""
+    if fmt == "e2m1":
+        if not (x.dtype.is_int() and x.dtype.primitive_bitwidth == 8):
+            raise TypeError(f"an e2m1 operand is packed into uint8 (two codes a byte), got {x.dtype}")
+        return _fp4_values(_unpacked(x, pack_dim))
+    if fmt in ("e4m3", "e5m2"):
+        fp8 = T.float8e4nv if fmt == "e4m3" else T.float8e5
+        if x.dtype != fp8:
+            if x.dtype.primitive_bitwidth != 8:
+                raise TypeError(f"an {fmt} operand holds 8-bit codes (uint8 or {fp8}), got {x.dtype}")
+            x = x.to(fp8, bitcast=True)
+        return x.to(T.float32)
+    want = T.bfloat16 if fmt == "bf16" else T.float16
+    if x.dtype != want:
+        raise TypeError(f"a {fmt} operand must be {want}, got {x.dtype}")
+    return x.to(T.float32)
+
+
+def _scaled(values, scale, where: str):
+    """``values`` ([R, K]) times 2^(scale - 127) for each group of 32 along K, rounded to bf16."""
+    if scale is None:
+        return values.to(T.bfloat16)
+    rows, k = values.shape
+    if k % GROUP:
+        raise ValueError(f"{where}: K ({k}) must be a multiple of {GROUP} to be scaled")
+    if list(scale.shape) != [rows, k // GROUP]:
+        raise ValueError(f"{where}_scale must have shape [{rows}, {k // GROUP}] (one scale per {GROUP} elements "
+                         f"along K), got {list(scale.shape)}")
+    codes = scale.to(T.uint8, bitcast=True).to(T.int32) if scale.dtype != T.uint8 else scale.to(T.int32)
+    factor = (codes << 23).to(T.float32, bitcast=True)  # 2^(code - 127) for codes 1..254
+    factor = tl.where(codes == 0, 2.0 ** -127, factor)
+    factor = tl.where(codes == 255, float("nan"), factor)
+    wide = tl.reshape(tl.broadcast_to(tl.reshape(factor, (rows, k // GROUP, 1)), (rows, k // GROUP, GROUP)),
+                      (rows, k))
+    return (values * wide).to(T.bfloat16)
+
+
+def _check_format(fmt, where: str) -> str:
+    fmt = unwrap(fmt)
+    if fmt not in FORMATS:
+        raise ValueError(f"{where}_format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return fmt
+
+
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=T.float32):
+    """``lhs @ rhs`` of two microscaled blocks (see the module's notes), accumulated into ``acc``."""
+    lhs_format, rhs_format = _check_format(lhs_format, "lhs"), _check_format(rhs_format, "rhs")
+    if unwrap(out_dtype) != T.float32:
+        raise ValueError("tl.dot_scaled computes in fp32 only: out_dtype must be tl.float32")
+    lhs_scale, rhs_scale, acc = unwrap(lhs_scale), unwrap(rhs_scale), unwrap(acc)
+    for name, x in (("lhs", lhs), ("rhs", rhs)):
+        if not isinstance(x, tensor) or len(x.shape) != 2:
+            raise ValueError(f"tl.dot_scaled's {name} must be a 2-D block")
+    a = _scaled(_values(lhs, lhs_format, 1 if unwrap(lhs_k_pack) else 0), lhs_scale, "lhs")
+    # the right operand as [N, K] (its scales' layout), then back
+    b = _scaled(_values(tl.trans(rhs), rhs_format, 1 if unwrap(rhs_k_pack) else 0), rhs_scale, "rhs")
+    b = tl.trans(b)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"tl.dot_scaled: lhs has K = {a.shape[1]} elements, rhs {b.shape[0]}")
+    return tl.dot(a, b, acc, out_dtype=T.float32)
