@@ -83,3 +83,36 @@ def test_an_unknown_format_is_a_compile_error(backend):
     with pytest.raises(CompilationError, match="lhs_format must be one of"):
         _scaled_dot[(1,)](a, b, scales.data, scales.data, torch.empty(M, N), M=M, N=N, K=K, AR=M, AC=K // 2,
                           BR=K // 2, BC=N, FA="e3m2", FB="e2m1", A_K_PACK=True, B_K_PACK=True, SCALE_A=True)
+
+
+@triton.jit
+def _batched_nvfp4(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                   K: tl.constexpr):
+    bi = tl.arange(0, B)[:, None, None]
+    a = tl.load(a_ptr + bi * (M * K // 2) + tl.arange(0, M)[None, :, None] * (K // 2) + tl.arange(0, K // 2)[None, None, :])
+    b = tl.load(b_ptr + bi * (K // 2 * N) + tl.arange(0, K // 2)[None, :, None] * N + tl.arange(0, N)[None, None, :])
+    sa = tl.load(sa_ptr + bi * (M * K // 16) + tl.arange(0, M)[None, :, None] * (K // 16)
+                 + tl.arange(0, K // 16)[None, None, :])
+    sb = tl.load(sb_ptr + bi * (N * K // 16) + tl.arange(0, N)[None, :, None] * (K // 16)
+                 + tl.arange(0, K // 16)[None, None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1")
+    tl.store(c_ptr + bi * (M * N) + tl.arange(0, M)[None, :, None] * N + tl.arange(0, N)[None, None, :], c)
+
+
+def test_batched_operands_with_nvfp4_scales(backend):
+    """3-D operands (a batch of 2 products) with NVFP4's scales: fp8 e4m3 values, one per 16
+    elements along K."""
+    torch.manual_seed(1)
+    batch = 2
+    a = MXFP4Tensor(size=(batch, M, K)).random()
+    b = MXFP4Tensor(size=(batch, K, N)).random()
+    sa = (torch.rand(batch, M, K // 16) * 4 + 0.25).to(torch.float8_e4m3fn)
+    sb = (torch.rand(batch, N, K // 16) * 4 + 0.25).to(torch.float8_e4m3fn)
+    a_values = a.to(torch.float32).double() * sa.double().repeat_interleave(16, dim=2)
+    b_values = b.to(torch.float32).double() * sb.double().repeat_interleave(16, dim=2).transpose(1, 2)
+    c = torch.full((batch, M, N), float("nan"))
+    _batched_nvfp4[(1,)](a.to_packed_tensor(dim=2), b.to_packed_tensor(dim=1), sa, sb, c, B=batch, M=M, N=N, K=K)
+    exact = a_values @ b_values
+    bound = K * 2.0 ** -24 * (a_values.abs() @ b_values.abs()) + 1e-30
+    # an fp4 value times an e4m3 scale has at most 2 + 4 significant bits: exact in bf16
+    assert torch.all((c.double() - exact).abs() <= bound)

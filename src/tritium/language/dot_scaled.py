@@ -5,7 +5,8 @@ element in the low four bits, packed along K unless ``*_k_pack=False`` packs the
 ``e4m3``, ``e5m2`` (fp8: uint8 codes or the fp8 type), ``bf16`` or ``fp16``, with an optional
 scale block of E8M0 codes (uint8: 2^(code - 127), 255 is NaN), one per 32 consecutive elements
 along K: ``[M, K // 32]`` for the left operand, ``[N, K // 32]`` for the right one (not
-transposed). As Triton does on GPUs without microscaling instructions, each operand is decoded,
+transposed); NVFP4's scales, fp8 e4m3 values, cover 16 elements each. Operands may be 3-D
+(a batch of products), their scales too. As Triton does on GPUs without microscaling instructions, each operand is decoded,
 multiplied by its scales and rounded to bf16 (exact for the fp4 and fp8 formats unless the scaled
 value leaves bf16's range), and the two are multiplied with ``tl.dot`` (fp32 accumulation). A NaN
 scale gives NaN, with ``fast_math`` too. It is built from other tl operations, so every backend
@@ -31,18 +32,26 @@ def _fp4_values(codes):
 
 
 def _unpacked(x, pack_dim: int):
-    """Two FP4 codes a byte along ``pack_dim`` (0 or 1 of a 2-D block) as int32 codes, twice as long."""
+    """Two FP4 codes a byte along ``pack_dim`` (-1 or -2) as int32 codes, twice as long there."""
     byte = x.to(T.uint8, bitcast=True).to(T.int32) if x.dtype != T.uint8 else x.to(T.int32)
     low, high = byte & 15, (byte >> 4) & 15
-    pair = tl.join(low, high)  # [R, C, 2]: element 2i is the low half
-    rows, cols = x.shape
-    if pack_dim == 1:
-        return tl.reshape(pair, (rows, cols * 2))
-    return tl.reshape(tl.permute(pair, (0, 2, 1)), (rows * 2, cols))
+    pair = tl.join(low, high)  # [..., R, C, 2]: element 2i is the low half
+    *batch, rows, cols = x.shape
+    if pack_dim == -1:
+        return tl.reshape(pair, (*batch, rows, cols * 2))
+    lead = tuple(range(len(batch)))
+    n = len(batch)
+    return tl.reshape(tl.permute(pair, (*lead, n, n + 2, n + 1)), (*batch, rows * 2, cols))
+
+
+def _swap_last(x):
+    """``x`` with its last two dimensions swapped (a 2-D transpose, or per batch)."""
+    n = len(x.shape)
+    return tl.permute(x, (*range(n - 2), n - 1, n - 2))
 
 
 def _values(x, fmt: str, pack_dim: int):
-    """fp32 values of an operand (2-D, K along dimension 1 after the caller's transposes)."""
+    """fp32 values of an operand (K along the last dimension after the caller's transposes)."""
     if fmt == "e2m1":
         if not (x.dtype.is_int() and x.dtype.primitive_bitwidth == 8):
             raise TypeError(f"an e2m1 operand is packed into uint8 (two codes a byte), got {x.dtype}")
@@ -61,22 +70,25 @@ def _values(x, fmt: str, pack_dim: int):
 
 
 def _scaled(values, scale, where: str):
-    """``values`` ([R, K]) times 2^(scale - 127) for each group of 32 along K, rounded to bf16."""
+    """``values`` ([..., R, K]) times their scales, one for each group of K // scale columns along K
+    (32 for E8M0 codes; NVFP4's fp8 e4m3 scales cover 16), rounded to bf16."""
     if scale is None:
         return values.to(T.bfloat16)
-    rows, k = values.shape
-    if k % GROUP:
-        raise ValueError(f"{where}: K ({k}) must be a multiple of {GROUP} to be scaled")
-    if list(scale.shape) != [rows, k // GROUP]:
-        raise ValueError(f"{where}_scale must have shape [{rows}, {k // GROUP}] (one scale per {GROUP} elements "
-                         f"along K), got {list(scale.shape)}")
-    codes = scale.to(T.uint8, bitcast=True).to(T.int32) if scale.dtype != T.uint8 else scale.to(T.int32)
-    factor = (codes << 23).to(T.float32, bitcast=True)  # 2^(code - 127) for codes 1..254
-    factor = tl.where(codes == 0, 2.0 ** -127, factor)
-    factor = tl.where(codes == 255, float("nan"), factor)
-    wide = tl.reshape(tl.broadcast_to(tl.reshape(factor, (rows, k // GROUP, 1)), (rows, k // GROUP, GROUP)),
-                      (rows, k))
-    return (values * wide).to(T.bfloat16)
+    *batch, rows, k = values.shape
+    groups = scale.shape[-1]
+    if groups == 0 or k % groups or list(scale.shape) != [*batch, rows, groups] or k // groups not in (16, GROUP):
+        raise ValueError(f"{where}_scale must have shape {[*batch, rows, k // GROUP]} (one scale per {GROUP} "
+                         f"elements along K; fp8 e4m3 scales: one per 16), got {list(scale.shape)}")
+    size = k // groups
+    if scale.dtype == T.float8e4nv:  # NVFP4's scales: fp8 e4m3 values
+        factor = scale.to(T.float32)
+    else:
+        codes = scale.to(T.uint8, bitcast=True).to(T.int32) if scale.dtype != T.uint8 else scale.to(T.int32)
+        factor = (codes << 23).to(T.float32, bitcast=True)  # 2^(code - 127) for codes 1..254
+        factor = tl.where(codes == 0, 2.0 ** -127, factor)
+        factor = tl.where(codes == 255, float("nan"), factor)
+    spread = tl.broadcast_to(tl.reshape(factor, (*batch, rows, groups, 1)), (*batch, rows, groups, size))
+    return (values * tl.reshape(spread, (*batch, rows, k))).to(T.bfloat16)
 
 
 def _check_format(fmt, where: str) -> str:
@@ -95,12 +107,12 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
         raise ValueError("tl.dot_scaled computes in fp32 only: out_dtype must be tl.float32")
     lhs_scale, rhs_scale, acc = unwrap(lhs_scale), unwrap(rhs_scale), unwrap(acc)
     for name, x in (("lhs", lhs), ("rhs", rhs)):
-        if not isinstance(x, tensor) or len(x.shape) != 2:
-            raise ValueError(f"tl.dot_scaled's {name} must be a 2-D block")
-    a = _scaled(_values(lhs, lhs_format, 1 if unwrap(lhs_k_pack) else 0), lhs_scale, "lhs")
-    # the right operand as [N, K] (its scales' layout), then back
-    b = _scaled(_values(tl.trans(rhs), rhs_format, 1 if unwrap(rhs_k_pack) else 0), rhs_scale, "rhs")
-    b = tl.trans(b)
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"tl.dot_scaled: lhs has K = {a.shape[1]} elements, rhs {b.shape[0]}")
+        if not isinstance(x, tensor) or len(x.shape) not in (2, 3):
+            raise ValueError(f"tl.dot_scaled's {name} must be a 2-D block (or 3-D, batched)")
+    a = _scaled(_values(lhs, lhs_format, -1 if unwrap(lhs_k_pack) else -2), lhs_scale, "lhs")
+    # the right operand as [..., N, K] (its scales' layout), then back
+    b = _scaled(_values(_swap_last(rhs), rhs_format, -1 if unwrap(rhs_k_pack) else -2), rhs_scale, "rhs")
+    b = _swap_last(b)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"tl.dot_scaled: lhs has K = {a.shape[-1]} elements, rhs {b.shape[-2]}")
     return tl.dot(a, b, acc, out_dtype=T.float32)
