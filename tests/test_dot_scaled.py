@@ -1,7 +1,8 @@
 """tl.dot_scaled against an fp64 oracle: the operands decoded (FP4 E2M1 codes by table, fp8 by
 torch), multiplied by their E8M0 scales (2^(code - 127), one per 32 elements along K) and
-multiplied in fp64. The scaled fp4 and fp8 values are exact in bf16, so the only error is fp32
-accumulation: K = 64 products, within 64 * 2^-24 of the sum of |products|."""
+multiplied in fp64. The scaled fp4 and fp8 values are exact in bf16 (an fp16 operand makes both
+sides fp16: e5m2 scaled by 2^-4..2^4 is exact there too), so the only error is fp32 accumulation:
+K = 64 products, within 64 * 2^-24 of the sum of |products|."""
 from __future__ import annotations
 
 import pytest
@@ -38,20 +39,22 @@ def _operand(fmt, rows, cols, k_dim, k_pack):
         codes = MXFP4Tensor(size=(rows, cols)).random()
         pack_dim = k_dim if k_pack else 1 - k_dim
         return codes.to_packed_tensor(dim=pack_dim), codes.to(torch.float32).double()
-    dtype = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "bf16": torch.bfloat16}[fmt]
+    dtype = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "bf16": torch.bfloat16,
+             "fp16": torch.float16}[fmt]
     x = (torch.randn(rows, cols) * 4).to(dtype)
-    return (x.view(torch.uint8) if fmt != "bf16" else x), x.double()
+    return (x.view(torch.uint8) if fmt not in ("bf16", "fp16") else x), x.double()
 
 
 @pytest.mark.parametrize("fa, fb, a_k_pack, b_k_pack", [("e2m1", "e2m1", True, True), ("e2m1", "e2m1", False, False),
-                                                       ("e4m3", "e5m2", True, True), ("bf16", "e2m1", True, True)])
+                                                       ("e4m3", "e5m2", True, True), ("bf16", "e2m1", True, True),
+                                                       ("fp16", "e5m2", True, True)])
 def test_dot_scaled_matches_the_decoded_product(backend, fa, fb, a_k_pack, b_k_pack):
     torch.manual_seed(0)
     a, a_values = _operand(fa, M, K, 1, a_k_pack)
     b, b_values = _operand(fb, K, N, 0, b_k_pack)
     sa = MXScaleTensor(size=(M, K // 32)).random(low=2.0 ** -4, high=2.0 ** 4)
     sb = MXScaleTensor(size=(N, K // 32)).random(low=2.0 ** -4, high=2.0 ** 4)
-    scale_a = fa != "bf16"
+    scale_a = fa not in ("bf16", "fp16")
     if scale_a:
         a_values = a_values * sa.to(torch.float32).double().repeat_interleave(32, dim=1)
     b_values = b_values * sb.to(torch.float32).double().repeat_interleave(32, dim=1).T

@@ -5,10 +5,11 @@ element in the low four bits, packed along K unless ``*_k_pack=False`` packs the
 ``e4m3``, ``e5m2`` (fp8: uint8 codes or the fp8 type), ``bf16`` or ``fp16``, with an optional
 scale block of E8M0 codes (uint8: 2^(code - 127), 255 is NaN), one per 32 consecutive elements
 along K: ``[M, K // 32]`` for the left operand, ``[N, K // 32]`` for the right one (not
-transposed); NVFP4's scales, fp8 e4m3 values, cover 16 elements each. Operands may be 3-D
-(a batch of products), their scales too. As Triton does on GPUs without microscaling instructions, each operand is decoded,
-multiplied by its scales and rounded to bf16 (exact for the fp4 and fp8 formats unless the scaled
-value leaves bf16's range), and the two are multiplied with ``tl.dot`` (fp32 accumulation). A NaN
+transposed); NVFP4's scales, fp8 e4m3 values, cover 16 elements each. Operands may be 3-D (a batch
+of products), their scales too. As Triton does on GPUs without microscaling instructions, each
+operand is decoded, multiplied by its scales and rounded to bf16 (exact for the fp4 and fp8 formats
+unless the scaled value leaves bf16's range; fp16 when either operand is fp16, which keeps its
+precision), and the two are multiplied with ``tl.dot`` (fp32 accumulation). A NaN
 scale gives NaN, with ``fast_math`` too. It is built from other tl operations, so every backend
 runs it.
 """
@@ -69,11 +70,11 @@ def _values(x, fmt: str, pack_dim: int):
     return x.to(T.float32)
 
 
-def _scaled(values, scale, where: str):
+def _scaled(values, scale, where: str, compute):
     """``values`` ([..., R, K]) times their scales, one for each group of K // scale columns along K
-    (32 for E8M0 codes; NVFP4's fp8 e4m3 scales cover 16), rounded to bf16."""
+    (32 for E8M0 codes; NVFP4's fp8 e4m3 scales cover 16), rounded to ``compute`` (bf16 or fp16)."""
     if scale is None:
-        return values.to(T.bfloat16)
+        return values.to(compute)
     *batch, rows, k = values.shape
     groups = scale.shape[-1]
     if groups == 0 or k % groups or list(scale.shape) != [*batch, rows, groups] or k // groups not in (16, GROUP):
@@ -88,7 +89,7 @@ def _scaled(values, scale, where: str):
         factor = tl.where(codes == 0, 2.0 ** -127, factor)
         factor = tl.where(codes == 255, float("nan"), factor)
     spread = tl.broadcast_to(tl.reshape(factor, (*batch, rows, groups, 1)), (*batch, rows, groups, size))
-    return (values * tl.reshape(spread, (*batch, rows, k))).to(T.bfloat16)
+    return (values * tl.reshape(spread, (*batch, rows, k))).to(compute)
 
 
 def _check_format(fmt, where: str) -> str:
@@ -109,9 +110,12 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
     for name, x in (("lhs", lhs), ("rhs", rhs)):
         if not isinstance(x, tensor) or len(x.shape) not in (2, 3):
             raise ValueError(f"tl.dot_scaled's {name} must be a 2-D block (or 3-D, batched)")
-    a = _scaled(_values(lhs, lhs_format, -1 if unwrap(lhs_k_pack) else -2), lhs_scale, "lhs")
+    # bf16 holds every scaled fp4/fp8 value exactly (in range); an fp16 operand keeps its precision:
+    # both sides are then fp16, as Triton's interpreter computes them
+    compute = T.float16 if "fp16" in (lhs_format, rhs_format) else T.bfloat16
+    a = _scaled(_values(lhs, lhs_format, -1 if unwrap(lhs_k_pack) else -2), lhs_scale, "lhs", compute)
     # the right operand as [..., N, K] (its scales' layout), then back
-    b = _scaled(_values(_swap_last(rhs), rhs_format, -1 if unwrap(rhs_k_pack) else -2), rhs_scale, "rhs")
+    b = _scaled(_values(_swap_last(rhs), rhs_format, -1 if unwrap(rhs_k_pack) else -2), rhs_scale, "rhs", compute)
     b = _swap_last(b)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"tl.dot_scaled: lhs has K = {a.shape[-1]} elements, rhs {b.shape[-2]}")
