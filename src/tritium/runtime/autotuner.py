@@ -228,8 +228,11 @@ class DiskCache:
         return _FILES.folder
 
     def identity(self, key: tuple, configs: list, backend: str = "") -> Optional[dict]:
-        """Everything the answer for ``key`` depends on; None when some part has no stable text.
-        ``backend``: the name of the backend the launches run on."""
+        """Everything the answer for ``key`` depends on; None when some part has no stable text (a
+        key value, or the kernel: a stand-in object that is no @jit function has no source to key
+        the answer on). ``backend``: the name of the backend the launches run on."""
+        if not isinstance(_base_jit(self.tuner.fn), JITFunction):
+            return None
         key_values = [_json_value(v) for v in key]
         if any(v is None and k is not None for v, k in zip(key_values, key)):
             return None
