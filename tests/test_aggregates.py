@@ -135,3 +135,42 @@ def test_jit_refuses_var_keyword_parameters():
 
     with pytest.raises(TypeError, match=r"JIT functions do not support \*\*kwargs"):
         triton.jit(kernel)
+
+
+def test_a_derived_init_calls_super():
+    @triton.aggregate
+    class Base:
+        x: tl.constexpr
+
+        def __init__(self, x):
+            self.x = tl.constexpr(x * 2)
+
+    @triton.aggregate
+    class Child(Base):
+        y: tl.constexpr
+
+        def __init__(self, x, y):
+            super().__init__(x)
+            self.y = tl.constexpr(y)
+
+    child = Child(1, 5)
+    assert (child.x.value, child.y.value) == (2, 5) and isinstance(child, Base)
+    with pytest.raises(AttributeError, match="immutable aggregate"):
+        child.y = tl.constexpr(0)
+
+
+@triton.jit
+def _chosen_in_an_if(x_ptr, out_ptr, flag):
+    acc = Running(tl.load(x_ptr + tl.arange(0, 4)), 1, 1.0)
+    if flag > 0:
+        acc = acc.add(acc.total)
+    tl.store(out_ptr + tl.arange(0, 4), acc.mean())
+
+
+def test_an_aggregate_through_a_run_time_if(backend):
+    x = torch.arange(4, dtype=torch.float32) + 1
+    out = torch.empty(4)
+    _chosen_in_an_if[(1,)](x, out, 3)
+    torch.testing.assert_close(out, x)  # (x + x) / 2
+    _chosen_in_an_if[(1,)](x, out, 0)
+    torch.testing.assert_close(out, x)  # x / 1

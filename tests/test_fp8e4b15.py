@@ -142,6 +142,17 @@ def _less(x_ptr, out_ptr, N: tl.constexpr):
 
 
 @triton.jit
+def _reduced(x_ptr, out_ptr, N: tl.constexpr, KIND: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    if KIND == "sum":
+        tl.store(out_ptr, tl.sum(x, 0).to(tl.float32))
+    elif KIND == "argmax":
+        tl.store(out_ptr, tl.argmax(x, 0).to(tl.float32))
+    else:
+        tl.store(out_ptr + tl.arange(0, N), tl.cumsum(x, 0).to(tl.float32))
+
+
+@triton.jit
 def _from(x_ptr, out_ptr, N: tl.constexpr):
     i = tl.arange(0, N)
     tl.store(out_ptr + i, tl.load(x_ptr + i).to(tl.float8e4b15))
@@ -155,8 +166,24 @@ def test_what_triton_refuses_on_fp8e4b15_is_a_compile_error_at_the_line(backend)
     assert "x + x" in str(e.value)
     with pytest.raises(CompilationError, match="fp8e4b15 has no arithmetic"):
         _less[(1,)](codes, torch.empty(16, dtype=torch.bool), N=16)
+    for kind in ("sum", "argmax", "cumsum"):
+        with pytest.raises(CompilationError, match="fp8e4b15 has no arithmetic"):
+            _reduced[(1,)](codes, torch.empty(16), N=16, KIND=kind)
     for source in (torch.bfloat16, torch.float64, torch.int32):
         with pytest.raises(CompilationError, match="from fp16 and fp32 only") as e:
             _from[(1,)](torch.ones(16, dtype=source), codes, N=16)
         assert ".to(tl.float8e4b15)" in str(e.value)
     assert raw.numpy().tolist() == [0xAA] * 16  # nothing ran
+
+
+@triton.jit
+def _printed(x_ptr):
+    tl.device_print("v", tl.load(x_ptr + tl.arange(0, 2)))
+
+
+def test_device_print_shows_values_not_codes(backend, capfd):
+    if backend == "cuda":
+        pytest.skip("the GPU prints through printf; its format is checked in test_device_print.py")
+    _printed[(1,)](triton.reinterpret(torch.tensor([0x70, 0xF8], dtype=torch.uint8), tl.float8e4b15))
+    out = capfd.readouterr().out
+    assert "v 0.500000" in out and "v -1.000000" in out

@@ -252,7 +252,6 @@ def test_user_kernels_inside_compiled_graphs(tmp_path):
             failures.append(f"reads: {accesses.read_writes.reads}")
     ''')
     assert failures == [], failures
-    assert "identify_accessed_tensors" not in done.stderr  # torch's own analysis (and its fallback) never ran
 
 
 def test_the_compile_workers_are_not_used_under_tritium(tmp_path):

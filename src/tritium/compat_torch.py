@@ -76,56 +76,69 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
             def exec_module(self, module):
                 inner.exec_module(module)
-                then(module)
+                try:
+                    then(module)
+                except Exception as error:  # a torch this code does not know: leave it as it is
+                    import warnings
+
+                    warnings.warn(f"tritium could not give torch its analysis of user kernels ({error}); torch's "
+                                  "own applies", RuntimeWarning, stacklevel=2)
 
         spec.loader = _Loader()
         return spec
 
 
 def _answer_from_tritium_ir(module) -> None:
-    torch_own = module.identify_accessed_tensors
+    """Wraps the analysis this torch has: ``identify_accessed_tensors`` (reads and writes, torch 2.12
+    on) or ``identify_mutated_tensors`` (the written tensors' names, earlier)."""
+    if hasattr(module, "identify_accessed_tensors"):
+        _wrap(module, "identify_accessed_tensors", lambda found: _tensor_accesses(module, found))
+    elif hasattr(module, "identify_mutated_tensors"):
+        _wrap(module, "identify_mutated_tensors", lambda found: list(found[1]))
+
+
+def _wrap(module, name: str, answer) -> None:
+    torch_own = getattr(module, name)
     if getattr(torch_own, "__wrapped_by_tritium__", False):
         return
 
-    def identify_accessed_tensors(kernel, kwargs, tma_descriptor_metadata):
-        found = _accesses(kernel, kwargs, tma_descriptor_metadata)
-        if found is None:
-            return torch_own(kernel, kwargs, tma_descriptor_metadata)
-        from torch._inductor.dependencies import ReadWrites, StarDep
-        from torch.utils._ordered_set import OrderedSet
+    def from_tritium_ir(kernel, kwargs, *rest, **more):
+        found = _accesses(kernel, kwargs, rest[0] if rest else more.get("tma_descriptor_metadata"))
+        return torch_own(kernel, kwargs, *rest, **more) if found is None else answer(found)
 
-        reads, writes = (OrderedSet(StarDep(name) for name in names) for names in found)
-        # epilogue fusion would rewrite the kernel's source: not offered
-        return module.TensorAccesses(ReadWrites(reads=reads, writes=writes, index_exprs=OrderedSet()),
-                                     can_fuse_epilogue=False)
+    from_tritium_ir.__wrapped_by_tritium__ = True
+    from_tritium_ir.__name__ = name
+    from_tritium_ir.__doc__ = torch_own.__doc__
+    setattr(module, name, from_tritium_ir)
 
-    identify_accessed_tensors.__wrapped_by_tritium__ = True
-    identify_accessed_tensors.__doc__ = torch_own.__doc__
-    module.identify_accessed_tensors = identify_accessed_tensors
+
+def _tensor_accesses(module, found):
+    from torch._inductor.dependencies import ReadWrites, StarDep
+    from torch.utils._ordered_set import OrderedSet
+
+    reads, writes = (OrderedSet(StarDep(name) for name in names) for names in found)
+    # epilogue fusion would rewrite the kernel's source: not offered
+    return module.TensorAccesses(ReadWrites(reads=reads, writes=writes, index_exprs=OrderedSet()),
+                                 can_fuse_epilogue=False)
+
+
+_MOST_VARIANTS = 64  # autotune configs analysed before leaving the answer to torch
 
 
 def _accesses(kernel, kwargs, tma_descriptor_metadata):
     """(tensor parameters read, tensor parameters written) of a tritium kernel for these arguments,
     or None where torch's own analysis should answer (not a tritium kernel, tensor descriptors made
-    on the host, a kernel whose arguments tritium cannot bind or compile)."""
+    on the host, a kernel whose arguments tritium cannot bind or compile, too many configs). An
+    autotuned kernel's answer covers every config; heuristics are computed as a launch does."""
     import torch
 
-    from .runtime.autotuner import Autotuner
+    from .runtime.autotuner import Autotuner, Heuristics
     from .runtime.jit import JITFunction
 
     if tma_descriptor_metadata:
         return None
-    kwargs = dict(kwargs)
-    if isinstance(kernel, Autotuner) and kernel.configs:
-        kwargs.update(kernel.configs[0].kwargs)  # any config: they differ in constexprs, not in accesses
-    while not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):  # autotune, heuristics
-        kernel = kernel.fn
-    if not isinstance(kernel, JITFunction):
-        return None
     tensors, values = set(), {}
     for name, value in kwargs.items():
-        if name not in kernel.arg_names:
-            continue  # a launch option (num_warps...)
         dtype = _tensor_dtype(value)
         if dtype is not None:
             tensors.add(name)
@@ -134,11 +147,30 @@ def _accesses(kernel, kwargs, tma_descriptor_metadata):
         elif _is_symbolic(value):
             value = 2  # a size only known at run time: any integer that is not 1 specializes alike
         values[name] = value
+    variants = [values]
     try:
-        reads, writes = kernel.pointer_accesses(**values)
+        while not isinstance(kernel, JITFunction):
+            if isinstance(kernel, Autotuner):
+                variants = [{**v, **config.kwargs} for v in variants for config in kernel.configs or [None]
+                            if config is not None] or variants
+            elif isinstance(kernel, Heuristics):
+                for v in variants:
+                    for name, compute in kernel.values.items():
+                        v[name] = compute(dict(v))
+            elif not hasattr(kernel, "fn"):
+                return None
+            kernel = kernel.fn
+        if len(variants) > _MOST_VARIANTS:
+            return None
+        reads, writes = set(), set()
+        for v in variants:
+            found = kernel.pointer_accesses(**{k: x for k, x in v.items() if k in kernel.arg_names})
+            reads.update(found[0])
+            writes.update(found[1])
     except Exception:
         return None
-    return [n for n in reads if n in tensors], [n for n in writes if n in tensors]
+    order = [name for name in kernel.arg_names if name in tensors]
+    return [n for n in order if n in reads], [n for n in order if n in writes]
 
 
 def _tensor_dtype(value):

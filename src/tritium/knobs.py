@@ -22,9 +22,10 @@ them, but change nothing here.
 The machinery is Triton's: a knob is a descriptor (``env_str``, ``env_bool``, ``env_int``,
 ``env_opt_str``, ``env_opt_bool``, ``env_class``) naming its environment variable (``.key``);
 ``group.knobs`` is the dict of a group's values and ``group.knob_descriptors`` its descriptors;
-assigning ``knobs.env`` (or ``del``) forgets an assignment; while ``propagate_env`` is True (the
-default) an assignment is also written to the environment variable, so that child processes see
-it, and ``group.scope()`` puts those variables back as well.
+assigning ``knobs.env`` (or ``del``, or ``reset()``) forgets an assignment; while ``propagate_env``
+is True (the default) an assignment is also written to the environment variable, so that child
+processes see it -- forgetting the assignment then leaves the variable set (as in Triton): only
+``group.scope()`` puts the variables back as well.
 """
 from __future__ import annotations
 

@@ -52,3 +52,31 @@ def test_a_pointer_chosen_at_run_time_counts_against_every_pointer_argument():
 def test_block_pointers_advanced_in_a_loop():
     a = torch.zeros(16, 32)
     assert _blocks.pointer_accesses(a, a, a, 16, 32) == (["a_ptr"], ["b_ptr"])
+
+
+@triton.autotune(configs=[triton.Config({"W": 0}), triton.Config({"W": 1})], key=["n"])
+@triton.jit
+def _tuned_choice(a_ptr, b_ptr, c_ptr, n, W: tl.constexpr):
+    if W == 0:
+        tl.store(a_ptr, tl.load(c_ptr))
+    else:
+        tl.store(b_ptr, tl.load(c_ptr))
+
+
+@triton.heuristics({"W": lambda args: 1 if args["n"] > 2 else 0})
+@triton.jit
+def _heuristic_choice(a_ptr, b_ptr, c_ptr, n, W: tl.constexpr):
+    if W == 0:
+        tl.store(a_ptr, tl.load(c_ptr))
+    else:
+        tl.store(b_ptr, tl.load(c_ptr))
+
+
+def test_what_torch_is_told_covers_every_autotune_config_and_computes_heuristics():
+    from tritium.compat_torch import _accesses
+
+    x = torch.zeros(4)
+    args = dict(a_ptr=x, b_ptr=x, c_ptr=x, n=4)
+    assert _accesses(_tuned_choice, args, {}) == (["c_ptr"], ["a_ptr", "b_ptr"])  # one config writes each
+    assert _accesses(_heuristic_choice, args, {}) == (["c_ptr"], ["b_ptr"])
+    assert _accesses(_heuristic_choice, dict(args, n=1), {}) is not None

@@ -46,6 +46,8 @@ class CrossLaneSemantics:
                result_dtypes=None) -> list[tensor]:
         """Reduce along ``axis`` (all axes when None). ``kind`` is a builtin or 'custom' with ``combine``."""
         inputs = [self.to_tensor(x) for x in inputs]
+        if kind != "custom":  # a custom combine's arithmetic is checked where it is written
+            self._no_fp8e4b15_arithmetic(*(x.dtype for x in inputs))
         if not inputs[0].type.is_block():
             return inputs if kind != "argmax" and kind != "argmin" else [self.constant(0, T.int32)]
         axis = self._axis(inputs[0], axis)
@@ -72,6 +74,8 @@ class CrossLaneSemantics:
 
     def scan(self, x: tensor, axis, kind: str, reverse=False, combine=None) -> list[tensor]:
         inputs = [self.to_tensor(v) for v in (x if isinstance(x, (list, tuple)) else [x])]
+        if kind != "custom":
+            self._no_fp8e4b15_arithmetic(*(v.dtype for v in inputs))
         axis = self._axis(inputs[0], axis)
         if axis is None:
             raise ValueError("scans need an axis")

@@ -91,14 +91,13 @@ def aggregate(cls):
     for base in reversed(bases):
         defaults.update(getattr(base, "__aggregate_defaults__", {}))
     defaults.update({name: cls.__dict__[name] for name in fields if name in cls.__dict__})
-    own_init = cls.__dict__.get("__init__")
-    if own_init is None:
-        own_init = next((base.__dict__["__own_init__"] for base in cls.__mro__[1:]
-                         if base.__dict__.get("__own_init__") is not None), None)
+    own_init = cls.__dict__.get("__init__")  # without one: the automatic init, over every field
     name = cls.__name__
 
     def __init__(self, *args, _semantic=None, **kwargs):
-        object.__setattr__(self, _INITIALIZED, False)
+        outermost = _INITIALIZED not in self.__dict__  # a derived class's __init__ may call super().__init__
+        if outermost:
+            object.__setattr__(self, _INITIALIZED, False)
         if own_init is not None:
             extra = {"_semantic": _semantic} if _takes(own_init, "_semantic") else {}
             own_init(self, *args, **extra, **kwargs)
@@ -121,9 +120,11 @@ def aggregate(cls):
                 setattr(self, field, _as_field(value))
             if kwargs:
                 raise TypeError(f"{name}() has no field '{next(iter(kwargs))}'")
-        missing = [field for field in fields if field not in self.__dict__]
+        if not outermost:
+            return
+        missing = [field for field in type(self).__aggregate_fields__ if field not in self.__dict__]
         if missing:
-            raise AttributeError(f"{name}.__init__ did not set the field '{missing[0]}'")
+            raise AttributeError(f"{type(self).__name__}.__init__ did not set the field '{missing[0]}'")
         object.__setattr__(self, _INITIALIZED, True)
 
     def __setattr__(self, field, value):
@@ -153,13 +154,14 @@ def aggregate(cls):
     def __repr__(self):
         return f"{name}(" + ", ".join(f"{field}={self.__dict__.get(field)!r}" for field in fields) + ")"
 
-    namespace = {key: value for key, value in cls.__dict__.items()
-                 if key not in ("__dict__", "__weakref__", "__init__") and key not in defaults}
-    namespace.update(__init__=__init__, __setattr__=__setattr__, flatten=flatten, structure=structure,
-                     __repr__=__repr__, __triton_aggregate__=True, __annotations__=dict(fields),
-                     __aggregate_fields__=tuple(fields), __aggregate_defaults__=defaults,
-                     __own_init__=cls.__dict__.get("__init__"))
-    made = type(name, bases or (Aggregate,), namespace)
+    # a subclass of ``cls`` (its methods, and super() inside them, work as written), with the
+    # aggregate's construction, immutability and taking apart
+    namespace = dict(__init__=__init__, __setattr__=__setattr__, flatten=flatten, structure=structure,
+                     __triton_aggregate__=True, __annotations__=dict(fields), __aggregate_fields__=tuple(fields),
+                     __aggregate_defaults__=defaults)
+    if "__repr__" not in cls.__dict__:
+        namespace["__repr__"] = __repr__
+    made = type(name, (cls,) if bases else (cls, Aggregate), namespace)
     made.__qualname__ = cls.__qualname__
     made.__module__ = cls.__module__
     return made

@@ -76,12 +76,14 @@ def _scaled(values, scale, where: str, compute):
     if scale is None:
         return values.to(compute)
     *batch, rows, k = values.shape
-    groups = scale.shape[-1]
-    if groups == 0 or k % groups or list(scale.shape) != [*batch, rows, groups] or k // groups not in (16, GROUP):
-        raise ValueError(f"{where}_scale must have shape {[*batch, rows, k // GROUP]} (one scale per {GROUP} "
-                         f"elements along K; fp8 e4m3 scales: one per 16), got {list(scale.shape)}")
-    size = k // groups
-    if scale.dtype == T.float8e4nv:  # NVFP4's scales: fp8 e4m3 values
+    nvfp4 = scale.dtype == T.float8e4nv  # NVFP4's scales: fp8 e4m3 values, one per 16 elements
+    size = 16 if nvfp4 else GROUP
+    if k % size or list(scale.shape) != [*batch, rows, k // size]:
+        raise ValueError(f"{where}_scale must have shape {[*batch, rows, k // size]} (one "
+                         f"{'fp8 e4m3' if nvfp4 else 'E8M0'} scale per {size} elements along K), got "
+                         f"{list(scale.shape)}")
+    groups = k // size
+    if nvfp4:
         factor = scale.to(T.float32)
     else:
         codes = scale.to(T.uint8, bitcast=True).to(T.int32) if scale.dtype != T.uint8 else scale.to(T.int32)

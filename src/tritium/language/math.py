@@ -9,14 +9,13 @@ from .core import _semantic, builtin, unwrap
 
 
 def _unary(name: str):
-    @builtin
     def fn(x):
         return _semantic().math(name, x)
 
     fn.__name__ = name
     fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} of ``x``."
-    return fn
+    return builtin(fn)  # named first: Python's argument errors name the function
 
 
 exp = _unary("exp")

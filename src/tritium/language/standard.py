@@ -113,14 +113,13 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
 
 
 def _atomic(kind: str):
-    @builtin
     def fn(pointer, val, mask=None, sem=None, scope=None):
         return _semantic().atomic_rmw(kind, pointer, val, mask, sem, scope)
 
     fn.__name__ = fn.__qualname__ = f"atomic_{kind}"
     fn.__doc__ = (f"Atomically applies {kind} of ``val`` to the memory ``pointer`` points at, in lanes where "
                   "``mask`` holds; returns the previous values.")
-    return fn
+    return builtin(fn)  # named first: Python's argument errors name the function
 
 
 atomic_add = _atomic("add")

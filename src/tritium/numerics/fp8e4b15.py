@@ -49,5 +49,7 @@ def encode(x: np.ndarray, nan_keeps_sign: bool) -> np.ndarray:
 
 
 def constant_code(value: float) -> np.ndarray:
-    """A constant of the type: the value converted as from fp32 (a one-element array of codes)."""
-    return encode(np.array([float(value)]), nan_keeps_sign=False)
+    """A constant of the type: the value rounded to fp32, then converted as from fp32 (a one-element
+    array of codes)."""
+    with np.errstate(over="ignore"):
+        return encode(np.array([float(value)]).astype(np.float32), nan_keeps_sign=False)

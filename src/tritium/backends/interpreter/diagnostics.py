@@ -60,6 +60,10 @@ def _format_scalar(value, ty, hex_format: bool) -> str:
         array = np.asarray(value)
         bits = int(array.view(f"uint{array.itemsize * 8}"))
         return f"0x{bits:0{array.itemsize * 2}x}"
+    if ty.is_fp8e4b15():  # held as its code
+        from ...numerics import fp8e4b15
+
+        return f"{float(fp8e4b15.decode(np.asarray(value))):f}"
     if ty.is_floating():
         return f"{float(value):f}"
     return str(int(value))
