@@ -174,3 +174,23 @@ def test_an_aggregate_through_a_run_time_if(backend):
     torch.testing.assert_close(out, x)  # (x + x) / 2
     _chosen_in_an_if[(1,)](x, out, 0)
     torch.testing.assert_close(out, x)  # x / 1
+
+
+@triton.aggregate
+class _Combiner:
+    unused: tl.constexpr
+
+    @triton.jit
+    def combine(self, a, b):
+        return a + b
+
+
+@triton.jit
+def _passes_a_bound_method(x_ptr, out_ptr):
+    c = _Combiner(1)
+    tl.store(out_ptr, tl.reduce(tl.load(x_ptr + tl.arange(0, 4)), 0, c.combine))
+
+
+def test_a_bound_method_as_a_function_value_is_a_clear_error(backend):
+    with pytest.raises(CompilationError, match="can only be called here"):
+        _passes_a_bound_method[(1,)](torch.ones(4), torch.empty(1))

@@ -43,6 +43,12 @@ class _BoundJit:
     def __init__(self, fn, instance):
         self.fn, self.instance = fn, instance
 
+    @property
+    def parsed(self):  # asked for by code that takes a function value (a combine function, say)
+        raise TypeError(f"the method {self.fn.__name__} of a {type(self.instance).__name__} can only be called here; "
+                        f"to pass it as a function, pass {type(self.instance).__name__}.{self.fn.__name__} and the "
+                        "instance separately")
+
 
 def _is_jit(value) -> bool:
     from .source import JITCallable
