@@ -8,7 +8,7 @@ import types as pytypes
 from typing import Any
 
 from ..language import core as lcore
-from ..language.aggregate import is_aggregate, is_aggregate_class
+from ..language.aggregate import is_aggregate, is_aggregate_class, takes_parameter
 from ..language import standard as lstd
 from ..language.core import constexpr, tensor, unwrap
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
@@ -54,13 +54,6 @@ def _is_jit(value) -> bool:
     from .source import JITCallable
 
     return isinstance(value, JITCallable)
-
-
-def _takes_semantic(fn) -> bool:
-    try:
-        return "_semantic" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class CallVisitor:
@@ -194,7 +187,7 @@ class CallVisitor:
     def call_at_compile_time(self, fn, args, kwargs):
         """A Python function or method run while compiling, given the kernel's ``_semantic`` when it
         takes one (as Triton's builtins and aggregate methods do)."""
-        extra = {"_semantic": self.semantic} if _takes_semantic(fn) else {}
+        extra = {"_semantic": self.semantic} if takes_parameter(fn, "_semantic") else {}
         return fn(*args, **extra, **kwargs)
 
     def call_jit(self, jit_fn, args, kwargs=None):

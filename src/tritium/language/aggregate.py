@@ -71,7 +71,8 @@ def _as_field(value):
     return value
 
 
-def _takes(fn, name: str) -> bool:
+def takes_parameter(fn, name: str) -> bool:
+    """True when ``fn`` has a parameter called ``name`` (False for what has no signature)."""
     try:
         return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -99,7 +100,7 @@ def aggregate(cls):
         if outermost:
             object.__setattr__(self, _INITIALIZED, False)
         if own_init is not None:
-            extra = {"_semantic": _semantic} if _takes(own_init, "_semantic") else {}
+            extra = {"_semantic": _semantic} if takes_parameter(own_init, "_semantic") else {}
             own_init(self, *args, **extra, **kwargs)
         else:
             order = list(fields)
@@ -189,4 +190,4 @@ def is_aggregate_class(value) -> bool:
     return isinstance(value, type) and getattr(value, "__triton_aggregate__", False)
 
 
-__all__ = ["aggregate", "aggregate_replace", "is_aggregate", "is_aggregate_class"]
+__all__ = ["aggregate", "aggregate_replace", "is_aggregate", "is_aggregate_class", "takes_parameter"]
