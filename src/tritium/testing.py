@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import config
+from .compiler.ir import types as T
 
 __all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "get_dram_gbps",
            "get_max_simd_tflops", "get_max_tensorcore_tflops", "nvsmi", "perf_report"]
@@ -383,7 +384,8 @@ _MEASURED: dict = {}
 
 
 def _gpu_properties(device):
-    """The active driver's GPU properties (Triton's keys), or None when the active driver is the host's."""
+    """(the active driver's GPU properties with Triton's keys, its target), or (None, None) when the
+    active driver is the host's."""
     from .runtime.driver import driver
 
     active = driver.active
@@ -423,12 +425,17 @@ _SIMD_OPS = {32: 256, 16: 512}
 
 
 def _dtype_bits(dtype) -> int:
-    name = str(dtype).replace("torch.", "")
-    if "8" in name and ("float8" in name or name.startswith("fp8")):
-        return 8
-    if name in ("float16", "bfloat16", "fp16", "bf16", "half"):
-        return 16
-    return 32
+    """The operand width of a torch or tl dtype (None: fp32's)."""
+    if dtype is None:
+        return 32
+    if isinstance(dtype, T.dtype):
+        return dtype.primitive_bitwidth
+    return dtype.itemsize * 8  # a torch dtype
+
+
+def _per_clock(table: dict, bits: int) -> int:
+    """``table``'s rate for operands of ``bits`` (fp32's for widths it does not list)."""
+    return table.get(bits, table[32])
 
 
 def _major(arch) -> int:
@@ -467,7 +474,7 @@ def get_max_simd_tflops(dtype=None, clock_rate=None, device=None) -> float:
     (``clock_rate`` in kHz, else the SM clock). For the host CPU, an fp32 matmul's measured rate
     (once per process; CPUs compute fp16 and bf16 at the fp32 rate or slower, so it serves for
     every dtype, and ``clock_rate`` is not needed)."""
-    found = _gpu_tflops(lambda major, bits: _SIMD_OPS.get(bits, _SIMD_OPS[32]), dtype, clock_rate, device)
+    found = _gpu_tflops(lambda major, bits: _per_clock(_SIMD_OPS, bits), dtype, clock_rate, device)
     return found if found is not None else _matmul_tflops()
 
 
@@ -475,8 +482,8 @@ def get_max_tensorcore_tflops(dtype=None, clock_rate=None, device=None) -> float
     """Peak matrix-unit rate in TFLOP/s. On a GPU: SMs x the tensor cores' dense operations per
     clock for ``dtype``'s width and the architecture x the clock. A CPU has no tensor cores: its
     vector rate."""
-    found = _gpu_tflops(lambda major, bits: _TENSOR_CORE_OPS.get(major, _TENSOR_CORE_OPS[9]).get(bits, 0) or
-                        _TENSOR_CORE_OPS.get(major, _TENSOR_CORE_OPS[9])[32], dtype, clock_rate, device)
+    found = _gpu_tflops(lambda major, bits: _per_clock(_TENSOR_CORE_OPS.get(major, _TENSOR_CORE_OPS[9]), bits),
+                        dtype, clock_rate, device)
     return found if found is not None else _matmul_tflops()
 
 

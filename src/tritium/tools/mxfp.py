@@ -32,8 +32,9 @@ def fp8e8m0_to_float32(scale):
     return torch.where(codes == E8M0_NAN, torch.full_like(values, float("nan")), values)
 
 
-class MXFP4Tensor:
-    """FP4 E2M1 codes, one per element (see the module's notes)."""
+class _Codes:
+    """A tensor of one-byte codes (``.data``, uint8) on ``.device``: encoded from float ``data``, or
+    zeros of ``size``."""
 
     def __init__(self, data=None, size=None, device=None):
         torch = _torch()
@@ -45,7 +46,15 @@ class MXFP4Tensor:
             self.device = torch.device(device) if device is not None else torch.device("cpu")
             self.data = torch.zeros(size, dtype=torch.uint8, device=self.device)
         else:
-            raise ValueError("MXFP4Tensor needs data (a float tensor) or a size")
+            raise ValueError(f"{type(self).__name__} needs data (a float tensor) or a size")
+
+    @staticmethod
+    def _encode(values):
+        raise NotImplementedError
+
+
+class MXFP4Tensor(_Codes):
+    """FP4 E2M1 codes, one per element (see the module's notes)."""
 
     def random(self):
         """Fills the tensor with random codes (every one of the 16 equally likely); returns it."""
@@ -99,20 +108,8 @@ class MXFP4Tensor:
         return codes.narrow(dim, 0, original_shape[dim]).contiguous()
 
 
-class MXScaleTensor:
+class MXScaleTensor(_Codes):
     """E8M0 scale codes, one byte per element (see the module's notes)."""
-
-    def __init__(self, data=None, size=None, device=None):
-        torch = _torch()
-        if data is not None:
-            data = torch.as_tensor(data, device=device)
-            self.device = data.device
-            self.data = self._encode(data)
-        elif size is not None:
-            self.device = torch.device(device) if device is not None else torch.device("cpu")
-            self.data = torch.zeros(size, dtype=torch.uint8, device=self.device)
-        else:
-            raise ValueError("MXScaleTensor needs data (a float tensor) or a size")
 
     def random(self, low=None, high=None):
         """Fills the tensor with random scales between the values ``low`` and ``high`` (powers of two

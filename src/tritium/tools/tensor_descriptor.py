@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List
 
+from .._utils import is_power_of_two
+
 
 def _element_size(base) -> int:
     size = getattr(base, "element_size", None)
@@ -43,7 +45,7 @@ class TensorDescriptor:
             raise ValueError(f"rank mismatch: shape {self.shape}, strides {self.strides}, "
                              f"block_shape {self.block_shape}")
         for i, b in enumerate(self.block_shape):
-            if b < 1 or b & (b - 1):
+            if not is_power_of_two(b):
                 raise ValueError(f"block_shape[{i}] must be a power of 2, got {b}")
         if _address(self.base) % 16:
             raise ValueError("a TensorDescriptor's base must be 16-byte aligned (as a GPU's TMA requires)")
