@@ -101,6 +101,7 @@ class env_base:
         self.key = key
         self.also = tuple(also)
         self.default = default
+        self.variables = tuple(v for v in (*self.also, key) if v)  # read in this order
 
     def __set_name__(self, owner, name):
         self.name = name
@@ -113,11 +114,10 @@ class env_base:
 
     def get(self, group=None) -> Any:
         """The value the environment (or the default) gives."""
-        for variable in (*self.also, self.key):
-            if variable:
-                text = environ_get(variable)
-                if text is not None:
-                    return self.from_env(text)
+        for variable in self.variables:
+            text = environ_get(variable)
+            if text is not None:
+                return self.from_env(text)
         return self.default(group) if callable(self.default) else self.default
 
     def __get__(self, group, owner=None):

@@ -373,8 +373,8 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
         return
-    hooks = knobs.runtime
-    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
+    enter, leave = hooks.get("launch_enter_hook"), hooks.get("launch_exit_hook")
     metadata = None
     if enter is not None or leave is not None:
         metadata = {"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream or 0,
