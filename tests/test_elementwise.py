@@ -565,13 +565,12 @@ def _libm_rounded(fn, v: float) -> float:
 
 
 @pytest.mark.parametrize("fn", ["exp", "exp2", "erf"])
-def test_fp32_math_is_fp64_libm_rounded_once(fn, monkeypatch):
-    """The interpreter's fp32 exp/exp2/erf are computed in fp64 and rounded once: bit for bit what C's
-    functions give for the widened argument, rounded to fp32, across the range where the result goes
-    from 0 through subnormals to inf (exp, exp2) or to +-1 (erf), and at the thresholds. Oracle:
-    Python's math module (the C library). (The compiled CPU backend's own polynomials are held to
-    their ulp bounds by test_fp32_math_within_one_ulp and tests/backends/test_llvm_math.py.)"""
-    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+def test_fp32_math_near_its_thresholds(fn):
+    """fp32 exp/exp2/erf within 1 ulp of C's fp64 function rounded once (correctly rounded here), across
+    the range where the result goes from 0 through subnormals to inf (exp, exp2) or to +-1 (erf), and
+    exactly at the thresholds (0, inf, +-1 where the rounded reference is). Oracle: Python's math module
+    (the C library) in fp64. The interpreter and the CPU backend evaluate the same polynomials
+    (tests/test_math_same_bits.py holds them bit for bit)."""
     r = rng()
     low, high = {"exp": (-105.0, 89.0), "exp2": (-151.0, 128.5), "erf": (-5.0, 5.0)}[fn]
     x = np.concatenate([r.uniform(low, high, 20_000), r.standard_normal(5_000) * 4,
@@ -580,7 +579,15 @@ def test_fp32_math_is_fp64_libm_rounded_once(fn, monkeypatch):
     ref_fn = {"exp": math.exp, "exp2": math.exp2, "erf": math.erf}[fn]
     with np.errstate(over="ignore"):  # results just past fp32's largest round to inf
         expected = np.array([_libm_rounded(ref_fn, float(v)) for v in x]).astype(np.float32)
-    assert_bits_equal(run_unary(fn, x, block=1024), expected, fn)
+    got = run_unary(fn, x, block=1024)
+    ulps = ulp_distance_fp32(got, expected.astype(np.float64))
+    if cuda_accuracy.on_cuda():  # the GPU's instructions, within their documented bounds
+        bound = cuda_accuracy.exp_ulps(x) if fn == "exp" else cuda_accuracy.FP32_MATH_ULPS[fn]
+        assert (ulps <= bound).all(), f"{fn}: {ulps.max()} ulp at x={x[ulps.argmax()]!r}"
+        return
+    assert ulps.max() <= 1, f"{fn}: {ulps.max()} ulp at x={x[ulps.argmax()]!r}"
+    exact = np.isinf(expected) | (expected == 0) | (np.abs(expected) == 1)
+    assert_bits_equal(got[exact], expected[exact], fn)
 
 
 def test_math_special_values():

@@ -1,7 +1,8 @@
 """tl.extra.libdevice against mpmath (80-bit), exact rational arithmetic, C99 special values, and
 values recorded from Triton 3.6 on an H200.
 
-Tolerances: fp32 results are computed in fp64 and rounded once, so transcendental functions are
+Tolerances: fp32 results are computed in fp64 and rounded once, or by the math library's vector
+polynomials (within 1 ulp of the correctly rounded result), so transcendental functions are
 within 1 ulp of the mpmath value (0 ulp where the result is exact: rounding, division, square
 root, fmod, fma...); fp64 results come from numpy/libm and are within 2 ulp (4 for erfc, lgamma
 and tgamma, which go through Python's math module). Subnormal fp32 arguments and results follow

@@ -166,6 +166,9 @@ class Backend(abc.ABC):
     # IR opcodes this backend does not run, each with the reason (checked against the IR spec by
     # tests/compiler/test_ir_spec.py, together with ``lowered_opcodes``).
     unsupported_opcodes: ClassVar[Mapping[str, str]] = {}
+    # True where the math functions (exp ... erf, libdevice) give the interpreter's bits: the
+    # interpreter evaluates them with this backend's code (backends/interpreter/math_functions.py).
+    math_as_interpreter: ClassVar[bool] = False
 
     def lowered_opcodes(self) -> frozenset[str]:
         """The IR opcodes this backend executes or lowers (its table of handlers)."""

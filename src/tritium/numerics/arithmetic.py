@@ -247,7 +247,9 @@ _LIBM = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "erf"})
 
 
 def math_function(name: str, x: np.ndarray) -> np.ndarray:
-    """fp32 (and narrower) arguments are evaluated in fp64 and rounded once."""
+    """fp32 (and narrower) arguments are evaluated in fp64 and rounded once. (The interpreter uses
+    this only where the CPU backend's compiled math is not available:
+    backends/interpreter/math_functions.py.)"""
     if name in _LIBM and x.dtype in (np.float32, np.float64):
         return libm.apply(name, x)  # evaluated in fp64, rounded once, in compiled code
     fn = _MATH[name]

@@ -1,5 +1,10 @@
 """libdevice on numpy arrays: one evaluation per function of ``tl.extra.libdevice``.
 
+This is the definition the CPU backend's lowering follows (``backends/llvm/libdevice.py``); the
+interpreter runs that lowering itself where llvmlite is available (for the same bits,
+``backends/interpreter/math_functions.py``) and this module where it is not, or for the functions
+the lowering lacks.
+
 fp32 arguments are widened to fp64, the function is evaluated there and the result rounded to
 fp32 once; for +, -, *, /, sqrt and for exact operations (floor, fmod, copysign, ldexp...) that
 is the correctly rounded fp32 result, and for the transcendental functions it is within an ulp

@@ -58,6 +58,7 @@ class CPUBackend(Backend):
     devices = frozenset({"cpu"})
     stages = ("ttir", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")
+    math_as_interpreter = True
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",

@@ -25,7 +25,7 @@ from ...compiler.ir.ops import Function, Operation, Region
 from ...errors import TritonError, internal_error, render_location
 from ...numerics import arithmetic as numerics
 from ...numerics import elementwise
-from . import analysis_check, checks, hint_check
+from . import analysis_check, checks, hint_check, math_functions
 from .affine import AFFINE_HANDLERS, Affine, make_arange, make_splat
 from .memory import Memory
 
@@ -300,7 +300,8 @@ def exec_select(ex, op, args, active):
 
 @handles("exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
 def exec_math(ex, op, args, active):
-    return numerics.math_function(op.opcode, args[0])
+    compiled = math_functions.evaluate(op, args)
+    return numerics.math_function(op.opcode, args[0]) if compiled is None else compiled
 
 
 @handles("fma")
@@ -405,7 +406,8 @@ def exec_philox(ex, op, args, active):
 def exec_libdevice(ex, op, args, active):
     from ...numerics import libdevice
 
-    return libdevice.evaluate(op.attrs["fn"], args, op.result.type.scalar.numpy)
+    compiled = math_functions.evaluate(op, args)
+    return libdevice.evaluate(op.attrs["fn"], args, op.result.type.scalar.numpy) if compiled is None else compiled
 
 
 @handles("join")
