@@ -15,6 +15,7 @@ import pytest
 import tritium as triton
 import tritium.language as tl
 from tritium.errors import DeviceAssertionError, OutOfBoundsError
+from tritium.backends import registry
 
 
 def _both(kernel, grid, make_args, **meta):
@@ -405,6 +406,7 @@ def test_the_loop_is_vectorized_and_the_object_is_cached_on_disk(monkeypatch):
     compiled = _scale.warmup(np.zeros(4, np.float32), np.zeros(4, np.float32), 4, B=1024, grid=(1,))
     assembly = compiled.asm["asm"]
     assert "vmulps" in assembly and ("%ymm" in assembly or "%zmm" in assembly)
+    assert registry.get("cpu").wait_for_optimized_code(timeout=120)  # stored once the optimized code is in
     calls = []
     original = CPUBackend.compile
     monkeypatch.setattr(CPUBackend, "compile", lambda self, *a: calls.append(1) or original(self, *a))
@@ -639,3 +641,99 @@ def test_kernels_whose_programs_wait_on_each_other_go_to_the_interpreter_unless_
         assert total[0] == x.sum() and lock[0] == 0
     monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
     assert _scale.warmup(x, x, 40, B=64, grid=(1,)).backend == "cpu", "other kernels stay on the CPU backend"
+
+
+# tiers: quick code first, the optimized code when it is ready ------------------------------------------
+def test_the_first_launch_runs_quick_code_and_the_optimized_code_replaces_it(monkeypatch):
+    from tritium.backends.cpu import jit
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    quick = []
+    original = jit.compile_quick
+    monkeypatch.setattr(jit, "compile_quick", lambda llir: quick.append(original(llir)) or quick[-1])
+    kernel = triton.jit(_scale.fn)
+    n = 5000
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    y = np.zeros(n, np.float32)
+    compiled = kernel[(triton.cdiv(n, 256),)](x, y, n, B=256)
+    assert len(quick) == 1 and quick[0] is not None
+    assert np.array_equal(y, x * np.float32(3.0))  # the quick code's result
+    assert registry.get("cpu").wait_for_optimized_code(timeout=120)
+    executable = compiled.executable
+    assert not executable.quick and executable.asm["obj"] != quick[0]
+    y[:] = 0
+    kernel[(triton.cdiv(n, 256),)](x, y, n, B=256)
+    assert np.array_equal(y, x * np.float32(3.0))  # the optimized code's: the same bits
+
+
+def test_without_the_quick_tier_the_first_compilation_is_the_optimized_one(monkeypatch):
+    from tritium.backends.cpu import jit
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_QUICK_COMPILE", "0")
+    monkeypatch.setattr(jit, "compile_quick", lambda llir: pytest.fail("compiled quick code"))
+    y = np.zeros(8, np.float32)
+    compiled = triton.jit(_scale.fn)[(1,)](np.ones(8, np.float32), y, 8, B=1024)
+    assert not compiled.executable.quick and np.array_equal(y, np.full(8, 3.0, np.float32))
+
+
+def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatch):
+    """The optimized object installed while the worker pool runs a launch of the quick code: the
+    remaining chunks run it (the pool reads the grid function before each chunk), and every program
+    still runs exactly once."""
+    import threading
+    import time
+
+    from tritium.backends.cpu import jit, tiers, workers
+
+    if not workers.available():
+        pytest.skip("the native worker pool is Linux-only")
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_NUM_THREADS", "2")
+    held = []
+    monkeypatch.setattr(tiers, "defer", lambda executable, llir: held.append((executable, llir)))
+    monkeypatch.setattr(tiers, "request", lambda executable: None)
+    kernel = triton.jit(_scale.fn)
+    small = np.ones(256, np.float32)
+    kernel[(1,)](small, np.zeros_like(small), 256, B=256)  # compiles the quick code; its optimization is held
+    (executable, llir), = held
+    optimized = jit.compile_to_object(llir)
+    redirected = []
+    original_redirect = workers.redirect
+    monkeypatch.setattr(workers, "redirect", lambda token, address: redirected.append(workers.running == token)
+                        or original_redirect(token, address))
+
+    def install_during_the_launch():
+        deadline = time.monotonic() + 60
+        while workers.running != executable.token and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        executable.install_optimized(optimized, None)
+
+    n = 1 << 24
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    y = np.zeros(n, np.float32)
+    installer = threading.Thread(target=install_during_the_launch)
+    installer.start()
+    kernel[(triton.cdiv(n, 256),)](x, y, n, B=256)
+    installer.join()
+    assert redirected == [True], "installed while the launch ran"
+    assert workers._pool.state[workers._GRID] == executable._grid_address, "the pool took the optimized code"
+    assert np.array_equal(y, x * np.float32(3.0))
+
+
+def test_a_kernel_launched_once_on_a_few_lanes_is_optimized_only_when_launched_again(monkeypatch):
+    from tritium.backends.cpu import tiers
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    requested = []
+    original = tiers.request
+    monkeypatch.setattr(tiers, "request", lambda executable: requested.append(executable.token) or original(executable))
+    kernel = triton.jit(_scale.fn)
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    executable = kernel[(1,)](x, y, 8, B=1024).executable
+    assert requested == [] and executable.quick, "one small launch: no full compilation yet"
+    kernel[(1,)](x, y, 8, B=1024)
+    assert requested == [executable.token], "the second launch asks for it"
+    assert registry.get("cpu").wait_for_optimized_code(timeout=120) and not executable.quick
+    assert np.array_equal(y, 3 * x)

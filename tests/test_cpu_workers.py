@@ -103,3 +103,51 @@ def test_a_forked_child_launches_on_a_pool_of_its_own(monkeypatch):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     _launch_and_check()  # and the parent's still works
+
+
+@triton.jit
+def _plus_two(x_ptr, y_ptr, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) + 2.0, mask=m)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_during_a_background_compilation_compiles_and_launches(monkeypatch):
+    """Forked while the background thread waits for a full compilation's reply (holding the reply
+    stream's lock, which never comes free in the child): the child still compiles a new kernel and
+    launches it. (Closing that stream in the child once hung it.)"""
+    import time
+
+    from tritium.backends.cpu import jit
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    _launch_and_check()  # a pool, both compile children
+    body = "".join(f"  %v{i} = fmul double %v{i - 1}, 1.0000001\n" for i in range(1, 20000))
+    slow = f"define double @slow(double %v0) {{\n{body}  ret double %v19999\n}}\n"
+    waiting = threading.Thread(target=jit.compile_to_object, args=(slow,), kwargs={"background": True})
+    waiting.start()
+    time.sleep(0.05)  # the reply is being waited for
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            n = 1000
+            x = np.arange(n, dtype=np.float32)
+            y = np.zeros(n, np.float32)
+            _plus_two[(4,)](x, y, n, B=256)
+            status = 0 if np.array_equal(y, x + 2) else 2
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + 120
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    waiting.join()
+    assert done, "the forked child hung"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -73,6 +73,14 @@ def bounds_checks() -> bool:
     return knobs.environ_get("TRITIUM_BOUNDS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def quick_compile() -> bool:
+    """TRITIUM_QUICK_COMPILE=0: the compiled CPU backend optimizes a kernel fully before its first
+    launch. By default it first compiles it with few optimizations (scalar code, a few milliseconds
+    of LLVM), launches that, and swaps in the fully optimized code when a background compilation
+    has made it (between chunks of programs, even during a launch); see docs/cpu-backend.md."""
+    return knobs.environ_get("TRITIUM_QUICK_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def malloc_tuning() -> bool:
     """TRITIUM_MALLOC_TUNING=0: leave glibc's malloc thresholds alone. By default the interpreter
     raises them at its first launch, so the arrays each op frees are reused instead of being

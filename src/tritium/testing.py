@@ -74,11 +74,21 @@ def _summarize(times: list[float], quantiles, return_mode: str):
     return float(getattr(np, return_mode)(data))
 
 
+def _wait_for_optimized_code() -> None:
+    """Every backend in use that replaces quick code by optimized code later (the CPU backend) has
+    done so, so that what is timed is the code that will keep running."""
+    from .backends import registry
+
+    for backend in registry.instantiated():
+        backend.wait_for_optimized_code()
+
+
 def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=None, quantiles=None,
              return_mode: str = "mean"):
     """Times ``fn()`` and returns milliseconds per call.
 
-    ``fn`` is called once untimed (that compiles its kernels), then for about ``warmup`` ms
+    ``fn`` is called once untimed (that compiles its kernels; CPU kernels first run quick code, and
+    the timing waits for their optimized code), then for about ``warmup`` ms
     untimed, then for about ``rep`` ms, each call timed on its own (at least one). ``grad_to_none``:
     tensors whose ``.grad`` is set to None before every call, outside the timing. ``quantiles``:
     return these quantiles of the times (a list, or one number for one quantile); otherwise
@@ -119,6 +129,8 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
 
     quick = config.bench_quick()
     first = timed_call()
+    if not quick:
+        _wait_for_optimized_code()  # a CPU kernel's first launch may run its quick tier's code
     if quick and first >= rep:
         # One call used the whole budget: in quick mode it is the sample (compilation included).
         return _summarize([first], quantiles, return_mode)

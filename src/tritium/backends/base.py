@@ -170,6 +170,13 @@ class Backend(abc.ABC):
     # interpreter evaluates them with this backend's code (backends/interpreter/math_functions.py).
     math_as_interpreter: ClassVar[bool] = False
 
+    def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until every kernel this backend launched with quick code runs its optimized code
+        (a backend that compiles in tiers: the CPU backend); False when ``timeout`` seconds passed
+        first. The runtime stores an executable's cached stages when it has them: executables of
+        such a backend have ``when_optimized(callback)``, which calls back once they do."""
+        return True
+
     def lowered_opcodes(self) -> frozenset[str]:
         """The IR opcodes this backend executes or lowers (its table of handlers)."""
         raise NotImplementedError(f"the {self.name} backend does not list the opcodes it lowers")

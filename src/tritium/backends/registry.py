@@ -69,6 +69,11 @@ def get(name: str) -> Backend:
     return backend
 
 
+def instantiated() -> list[Backend]:
+    """The backends this process has made so far (``get`` makes one at its first use)."""
+    return list(_loaded.values())
+
+
 def available(device: Optional[str] = None) -> list[Backend]:
     """The backends that can run here (serving ``device`` when given), in order of preference."""
     found = []

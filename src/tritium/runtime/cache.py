@@ -39,14 +39,16 @@ def _record_checksum(record: Mapping) -> str:
 
 
 class DiskCache:
-    """One folder of the cache, ``cache_dir()/<name>``, read at each use (the settings may change)."""
+    """One folder of the cache, ``cache_dir()/<name>``, read at each use (the settings may change),
+    or ``<root>/<name>`` for a fixed ``root``."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, root: Optional[str] = None):
         self.name = name
+        self.root = root
 
     @property
     def folder(self) -> str:
-        return os.path.join(config.cache_dir(), self.name)
+        return os.path.join(self.root or config.cache_dir(), self.name)
 
     def path(self, file_name: str) -> str:
         return os.path.join(self.folder, file_name)
@@ -131,9 +133,11 @@ def kernel_key(ir_text: str, backend_name: str, backend_version: str, options: A
                   repr(target))
 
 
-def store_stages(key: str, asm: Mapping[str, Union[str, bytes]]) -> Optional[str]:
+def store_stages(key: str, asm: Mapping[str, Union[str, bytes]], root: Optional[str] = None) -> Optional[str]:
     """Stores a kernel's stage outputs (text or bytes) under ``key``; warns once, and returns None,
-    when the disk refuses (the next process compiles again, nothing worse)."""
+    when the disk refuses (the next process compiles again, nothing worse). ``root``: the cache
+    folder to use instead of the current one (for stages stored later than they were asked for)."""
+    kernels = KERNELS if root is None else DiskCache(KERNELS.name, root)
     stages = {}
     for stage, output in asm.items():
         if isinstance(output, (bytes, bytearray)):
@@ -141,11 +145,11 @@ def store_stages(key: str, asm: Mapping[str, Union[str, bytes]]) -> Optional[str
         else:
             stages[stage] = {"text": str(output)}
     try:
-        return KERNELS.store_json(f"{key}.json", {"format": FORMAT, "key": key, "stages": stages})
+        return kernels.store_json(f"{key}.json", {"format": FORMAT, "key": key, "stages": stages})
     except OSError as e:
-        if KERNELS.folder not in _warned_about:
-            _warned_about.add(KERNELS.folder)
-            warnings.warn(f"tritium could not save a compiled kernel to {KERNELS.folder}: {e}", RuntimeWarning,
+        if kernels.folder not in _warned_about:
+            _warned_about.add(kernels.folder)
+            warnings.warn(f"tritium could not save a compiled kernel to {kernels.folder}: {e}", RuntimeWarning,
                           stacklevel=3)
         return None
 

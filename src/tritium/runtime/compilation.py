@@ -27,7 +27,16 @@ def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
         if stored is not None:
             return backend.load(fn, stored, options, target)
     executable = backend.compile(fn, options, target)
-    cache.store_stages(key, {stage: executable.asm[stage] for stage in backend.cached_stages})
+    root = config.cache_dir()  # where the stages go, even when they are stored later
+
+    def store() -> None:
+        cache.store_stages(key, {stage: executable.asm[stage] for stage in backend.cached_stages}, root)
+
+    when_final = getattr(executable, "when_optimized", None)  # code that is replaced later is stored then
+    if when_final is None:
+        store()
+    else:
+        when_final(store)
     return executable
 
 

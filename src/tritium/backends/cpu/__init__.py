@@ -1,9 +1,9 @@
 """The native CPU backend: the tile IR compiled through LLVM for the host CPU, launched in-process.
 
 Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "asm" (the optimized
-machine code as text, made when first read) and "obj" (the object file); "llir" and "obj" are kept
-in the disk cache, keyed by the IR, the backend version, the options and the host CPU's name and
-features. Placement, checks and the
+machine code as text, made when first read) and "obj" (the object file: the quick tier's until the
+optimized one replaces it, tiers.py); "llir" and the optimized "obj" are kept in the disk cache,
+keyed by the IR, the backend version, the options and the host CPU's name and features. Placement, checks and the
 launch are described in docs/cpu-backend.md.
 """
 from __future__ import annotations
@@ -118,8 +118,21 @@ class CPUBackend(Backend):
         from . import launcher
 
         launcher.register_print_hook()  # before the symbol check: a process's first kernel may print
+        if config.quick_compile():
+            obj = jit.compile_quick(llir)
+            if obj is not None:  # launched at once; the optimized code replaces it when ready (tiers.py)
+                executable = self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
+                executable.optimize_later(llir)
+                return executable
         obj = jit.compile_to_object(llir)
         return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
+
+    def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until every kernel launched with quick code runs its fully optimized code (see
+        ``tiers.py``); False when ``timeout`` seconds passed first. Time kernels after this."""
+        from . import tiers
+
+        return tiers.wait(timeout)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import jit

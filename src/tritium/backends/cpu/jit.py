@@ -83,6 +83,33 @@ def _optimize_unlocked(llvm_ir: str, vectorize: bool):
     return module
 
 
+@functools.lru_cache(maxsize=None)
+def quick_target_machine():
+    """The machine of the quick tier: LLVM's fast instruction selector and register allocator."""
+    triple, cpu, features = host_cpu()
+    return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=0, reloc="pic",
+                                                                 codemodel="default")
+
+
+def _quick_object(llvm_ir: str) -> bytes:
+    """The quick tier's object: the helper functions inlined, values out of memory into registers
+    (SROA), instructions combined, the control flow simplified; no loop optimization, no
+    vectorization (scalar code, 3-10x slower than the full pipeline's, compiled 5-8x faster)."""
+    module = llvm.parse_assembly(llvm_ir)
+    module.verify()
+    machine = quick_target_machine()
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=0))
+    passes = llvm.create_new_module_pass_manager()
+    passes.add_always_inliner_pass()
+    passes.add_sroa_pass()
+    passes.add_instruction_combine_pass()
+    passes.add_simplify_cfg_pass()
+    passes.run(module, builder)
+    return machine.emit_object(module)
+
+
 def assembly(llvm_ir: str) -> str:
     """The optimized machine code of ``llvm_ir`` as text (compiled again: asked for rarely)."""
     module = optimize(llvm_ir)
@@ -96,22 +123,38 @@ def emit_object(module) -> bytes:
         return target_machine().emit_object(module)
 
 
-def compile_to_object(llvm_ir: str) -> bytes:
+# What a compile request asks the child for.
+_FULL, _FULL_SCALAR, _QUICK = 0, 1, 2
+
+
+def compile_to_object(llvm_ir: str, background: bool = False) -> bytes:
     """The object code of ``llvm_ir``, optimized. LLVM stops the whole process when one of its
     internal assertions fails (some loops trip the vectorizer's cost models), so where the system can
     fork, the compilation runs in a child process (``_CompileServer``): a child that dies is retried
-    without vectorization, and only when that dies too is it an error, with what LLVM printed."""
+    without vectorization, and only when that dies too is it an error, with what LLVM printed.
+    ``background``: through a second child, so that the quick compilations of other kernels, which
+    go through the first, never wait behind this one."""
     _check_symbols(llvm_ir)
     if not hasattr(os, "fork"):
         return emit_object(optimize(llvm_ir))
     failures = []
-    for vectorize in (True, False):
-        result, message = _server.compile(llvm_ir, vectorize)
+    for level in (_FULL, _FULL_SCALAR):
+        result, message = (_background_server if background else _server).compile(llvm_ir, level)
         if result is not None:
             return result
         failures.append(message)
     raise RuntimeError("LLVM failed on this kernel (a bug in LLVM or in the IR tritium generated): "
                        + failures[-1].strip()[-2000:])
+
+
+def compile_quick(llvm_ir: str):
+    """The quick tier's object code of ``llvm_ir`` (``_quick_object``), or None where it cannot be
+    made (no fork; LLVM failed: the caller compiles fully instead)."""
+    _check_symbols(llvm_ir)
+    if not hasattr(os, "fork"):
+        return None
+    _background_server.start()  # forked here, by the compiling thread, not later by the background one
+    return _server.compile(llvm_ir, _QUICK)[0]
 
 
 _DECLARED = re.compile(r'^declare [^@\n]*@"?([\w.$]+)"?\(', re.M)
@@ -126,6 +169,9 @@ def _check_symbols(llvm_ir: str) -> None:
             raise RuntimeError(f"the compiled kernel calls {name}, which this process does not define")
 
 
+_abandoned: list = []  # a forked child's copies of the parent's server streams (see _CompileServer._forget)
+
+
 class _CompileServer:
     """A child process, forked at the first compilation, that optimizes and emits modules sent
     through a pipe: one fork per process instead of one per kernel (a fork of a process that has
@@ -136,14 +182,24 @@ class _CompileServer:
         self.lock = threading.Lock()
         self.pid = None
         self.streams = ()
+        self.descriptors = {}
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self) -> None:
         """In a forked child of this process: the server is the parent's (its pipes are closed here,
-        so that it still sees the parent close them); a new one starts when this child compiles."""
+        so that it still sees the parent close them); a new one starts when this child compiles.
+        The descriptors are closed directly: another thread of the parent may have been reading a
+        reply at the fork, and the buffered stream's lock it held would never be released here, so
+        the stream objects are kept, never closed or collected."""
         self.lock = threading.Lock()
-        self._close()
+        for stream in self.streams:
+            try:
+                os.close(self.descriptors[stream])
+            except (OSError, KeyError):
+                pass
+        _abandoned.append(self.streams)
+        self.streams = ()
         self.pid = None
 
     def _close(self) -> None:
@@ -166,6 +222,7 @@ class _CompileServer:
                 os.close(requests_write)
                 os.close(replies_read)
                 os.dup2(errors.fileno(), 2)
+                _close_inherited({0, 1, 2, requests_read, replies_write})
                 import faulthandler
 
                 faulthandler.disable()  # an abort inside LLVM is reported by the parent, once
@@ -183,15 +240,23 @@ class _CompileServer:
         self.replies = os.fdopen(replies_read, "rb")
         self.errors = errors
         self.streams = (self.requests, self.replies, self.errors)
+        self.descriptors = {self.requests: requests_write, self.replies: replies_read, self.errors: errors.fileno()}
 
-    def compile(self, llvm_ir: str, vectorize: bool):
-        """(object, "") or (None, what the child printed before it died)."""
+    def start(self) -> None:
+        """Forks the child now, if it is not running."""
+        with self.lock:
+            if self.pid is None:
+                self._start()
+
+    def compile(self, llvm_ir: str, level: int):
+        """(object, "") or (None, what the child printed before it died). ``level``: _FULL,
+        _FULL_SCALAR (no vectorization) or _QUICK."""
         with self.lock:
             if self.pid is None:
                 self._start()
             data = llvm_ir.encode()
             try:
-                self.requests.write(struct.pack("<QB", len(data), vectorize) + data)
+                self.requests.write(struct.pack("<QB", len(data), level) + data)
                 self.requests.flush()
                 header = self.replies.read(8)
                 payload = self.replies.read(struct.unpack("<Q", header)[0]) if len(header) == 8 else b""
@@ -208,20 +273,48 @@ class _CompileServer:
             return None, printed
 
 
+def _close_inherited(keep: set) -> None:
+    """Closes, in a compile child, every file descriptor it inherited but ``keep``: a pipe another
+    thread of the parent was creating for a subprocess at the moment of the fork would otherwise
+    stay open here, and the parent would wait forever for its end."""
+    try:
+        inherited = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        inherited = list(range(3, 1024))
+    for fd in inherited:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _serve(requests: int, replies: int) -> None:
     with os.fdopen(requests, "rb") as inbox, os.fdopen(replies, "wb") as outbox:
         while True:
             header = inbox.read(9)
             if len(header) < 9:
                 return
-            size, vectorize = struct.unpack("<QB", header)
-            module = _optimize_unlocked(inbox.read(size).decode(), bool(vectorize))
-            obj = target_machine().emit_object(module)
+            size, level = struct.unpack("<QB", header)
+            llvm_ir = inbox.read(size).decode()
+            if level == _QUICK:
+                obj = _quick_object(llvm_ir)
+            else:
+                obj = target_machine().emit_object(_optimize_unlocked(llvm_ir, level == _FULL))
             outbox.write(struct.pack("<Q", len(obj)) + obj)
             outbox.flush()
 
 
+def _new_lock_after_fork() -> None:
+    """A forked child's LLVM lock: the background thread that may have held it at the fork is gone."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
 _server = _CompileServer()
+_background_server = _CompileServer()  # the full compilations that replace quick code (launcher.py)
 
 
 class LoadedObject:

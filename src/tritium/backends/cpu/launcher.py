@@ -89,9 +89,58 @@ class Executable:
         self._grid = _GRID_FUNCTION(self._grid_address)
         self._pool_records: list = []
         self.token = next(_tokens)  # never reused, unlike id(self)
+        self.launches = 0  # which quick kernel's full compilation goes first (tiers.py)
+        self.quick = False  # True while the code is the quick tier's
+        self._deferred = False  # True until its full compilation is asked for
+        self._optimized_lock = threading.Lock()
+        self._when_optimized: list = []
+
+    # tiers (tiers.py) ---------------------------------------------------------------------------
+    def optimize_later(self, llvm_ir: str) -> None:
+        """Marks this executable's code as the quick tier's; its full compilation is asked for at its
+        second launch, or at its first if that one goes to the worker pool (``_run``)."""
+        from . import tiers
+
+        self.quick = self._deferred = True
+        tiers.defer(self, llvm_ir)
+
+    def when_optimized(self, callback) -> None:
+        """Calls ``callback()`` once the code is the fully optimized one: now, or when the background
+        compilation installs it (never, if that fails: the quick code then stays)."""
+        with self._optimized_lock:
+            if self.quick:
+                self._when_optimized.append(callback)
+                return
+        callback()
+
+    def install_optimized(self, obj: Optional[bytes], error: Optional[BaseException]) -> None:
+        """Switches to the fully optimized object ``obj`` (the background compilation's result); with
+        ``obj`` None (LLVM failed: ``error``) the quick code stays, with a warning."""
+        if obj is None:
+            import warnings
+
+            warnings.warn(f"kernel '{self.fn.name}' keeps its quick, unoptimized code on the cpu backend: {error}",
+                          RuntimeWarning, stacklevel=2)
+            return
+        from . import jit
+
+        loaded = jit.LoadedObject(obj)
+        address = loaded.address("tritium_grid")
+        with workers.swap_lock:
+            self._loaded_quick, self.loaded = self.loaded, loaded  # the quick code may still be running
+            self._grid_address = address
+            self._grid = _GRID_FUNCTION(address)
+            workers.redirect(self.token, address)
+        dict.__setitem__(self.asm, "obj", obj)
+        with self._optimized_lock:
+            self.quick = False
+            callbacks, self._when_optimized = self._when_optimized, []
+        for callback in callbacks:
+            callback()
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
         _tune_malloc()
+        self.launches += 1
         debug = config.debug_mode() if debug is None else bool(debug)
         if debug:
             # Debug mode's checks (races, overflow, conversions) are the interpreter's.
@@ -139,6 +188,7 @@ class Executable:
             if total <= 0:
                 return False
             _tune_malloc()
+            self.launches += 1
             slots = [gx, gy, gz, token, spin_check_after]
             bounds = []
             for name, bits in plan:
@@ -164,6 +214,11 @@ class Executable:
         return launch
 
     def _run(self, block, total: int) -> None:
+        if self._deferred and (self.launches > 1 or total * self.largest_block >= _PARALLEL_WORK):
+            from . import tiers
+
+            self._deferred = False
+            tiers.request(self)
         address = ctypes.addressof(block)
         seed = config.shuffle_seed()
         if seed is not None:  # TRITIUM_SHUFFLE: programs one at a time in an order drawn from the seed
@@ -202,7 +257,14 @@ class Executable:
             return
         try:
             records = self._thread_records(pool.threads)
-            failed = pool.run(self._grid_address, address, total, [a for _, a in records])
+            with workers.swap_lock:
+                grid_address = self._grid_address
+                workers.running = self.token
+            try:
+                failed = pool.run(grid_address, address, total, [a for _, a in records])
+            finally:
+                with workers.swap_lock:
+                    workers.running = None
         finally:
             pool.lock.release()
         if failed:

@@ -151,7 +151,6 @@ def _build_module() -> ir.Module:
     run.linkage = "internal"
     state, thread = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
-    grid = b.inttoptr(load(b, slot(b, state, _GRID), "monotonic"), _GRID_TYPE.as_pointer())
     args = b.inttoptr(load(b, slot(b, state, _ARGS), "monotonic"), PTR)
     total = load(b, slot(b, state, _TOTAL), "monotonic")
     chunk = load(b, slot(b, state, _CHUNK), "monotonic")
@@ -167,6 +166,8 @@ def _build_module() -> ir.Module:
     first = b.mul(add(b, slot(b, state, _NEXT), 1), chunk)
     b.cbranch(b.or_(stop, b.icmp_unsigned(">=", first, total)), finished, work)
     b.position_at_end(work)
+    # read before each chunk: optimized code replacing quick code takes over mid-launch (redirect)
+    grid = b.inttoptr(load(b, slot(b, state, _GRID), "monotonic"), _GRID_TYPE.as_pointer())
     end = b.add(first, chunk)
     last = b.select(b.icmp_unsigned("<", end, total), end, total)
     status = b.call(grid, [args, first, last, record])
@@ -312,6 +313,20 @@ _pool_guard = threading.Lock()
 _retired: list = []
 
 
+# The executable whose job the pool runs (its token; None between jobs), and the lock under which it
+# changes and under which quick code is replaced by optimized code (``redirect``).
+swap_lock = threading.Lock()
+running: Optional[int] = None
+
+
+def redirect(token: int, grid_address: int) -> None:
+    """Makes the job of executable ``token``, if the pool is running it, take its remaining chunks
+    with the grid function at ``grid_address`` (the same program, optimized). The caller holds
+    ``swap_lock``."""
+    if running == token and _pool is not None:
+        _pool.state[_GRID] = grid_address
+
+
 def pool(threads: int) -> Pool:
     """The process's pool with ``threads`` threads (made again when the count changes)."""
     global _pool
@@ -326,9 +341,11 @@ def pool(threads: int) -> Pool:
 
 def _forget_after_fork() -> None:
     """A forked child has none of the parent's threads: it makes its own pool when it launches."""
-    global _pool, _pool_guard
+    global _pool, _pool_guard, swap_lock, running
     _pool = None
     _pool_guard = threading.Lock()
+    swap_lock = threading.Lock()  # a parent's thread may have held it at the fork
+    running = None
 
 
 if hasattr(os, "register_at_fork"):
