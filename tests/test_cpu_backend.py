@@ -700,13 +700,14 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     optimized = jit.compile_to_object(llir)
     redirected = []
     original_redirect = workers.redirect
-    monkeypatch.setattr(workers, "redirect", lambda token, address: redirected.append(workers.running == token)
+    monkeypatch.setattr(workers, "redirect", lambda token, address: redirected.append(workers.running_token() == token)
                         or original_redirect(token, address))
 
     def install_during_the_launch():
         deadline = time.monotonic() + 60
-        while workers.running != executable.token and time.monotonic() < deadline:
+        while workers.running_token() != executable.token and time.monotonic() < deadline:
             time.sleep(0.0002)
+        time.sleep(0.005)  # the job published (its dispatch writes the quick code's address), still running
         executable.install_optimized(optimized, None)
 
     n = 1 << 24
@@ -717,7 +718,7 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     kernel[(triton.cdiv(n, 256),)](x, y, n, B=256)
     installer.join()
     assert redirected == [True], "installed while the launch ran"
-    assert workers._pool.state[workers._GRID] == executable._grid_address, "the pool took the optimized code"
+    assert workers.pool(2).state[workers._GRID] == executable._grid_address, "the pool took the optimized code"
     assert np.array_equal(y, x * np.float32(3.0))
 
 

@@ -128,6 +128,7 @@ def test_a_child_forked_during_a_background_compilation_compiles_and_launches(mo
     waiting = threading.Thread(target=jit.compile_to_object, args=(slow,), kwargs={"background": True})
     waiting.start()
     time.sleep(0.05)  # the reply is being waited for
+    assert jit._background_server.lock.locked(), "the background compilation is still in flight"
     pid = os.fork()
     if pid == 0:
         status = 1

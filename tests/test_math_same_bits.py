@@ -2,7 +2,7 @@
 
 Both evaluate ``tl.exp`` ... ``tl.math.erf`` and ``tl.extra.libdevice``'s functions with the CPU
 backend's code (the interpreter through compiled loops: backends/interpreter/math_functions.py), so
-the results must agree bit for bit (any NaN matching any NaN), on arguments from every binade,
+the results must agree bit for bit, for the CPU backend's quick code and its optimized code alike (any NaN matching any NaN), on arguments from every binade,
 subnormals, zeros, infinities and NaN included. How close that code is to the true functions is
 tested elsewhere (test_elementwise.py, test_libdevice.py, backends/test_llvm_math.py).
 """
@@ -93,15 +93,20 @@ def _run(monkeypatch, backend: str, kernel, arrays, fn: str) -> np.ndarray:
 
 
 def assert_same_bits(monkeypatch, kernel, arrays, fn: str) -> None:
+    """The interpreter's result against the CPU backend's first launch (its quick code) and a launch
+    once the optimized code has replaced it."""
     interpreted = _run(monkeypatch, "interpreter", kernel, arrays, fn)
-    compiled = _run(monkeypatch, "cpu", kernel, arrays, fn)
+    quick = _run(monkeypatch, "cpu", kernel, arrays, fn)
+    assert registry.get("cpu").wait_for_optimized_code(timeout=120)
+    optimized = _run(monkeypatch, "cpu", kernel, arrays, fn)
     uint = np.uint32 if interpreted.dtype == np.float32 else np.uint64
-    same = (interpreted.view(uint) == compiled.view(uint)) | (np.isnan(interpreted) & np.isnan(compiled))
-    if not same.all():
-        bad = np.flatnonzero(~same)[:6]
-        args = [a[bad].tolist() for a in arrays]
-        raise AssertionError(f"{fn}: {int((~same).sum())} of {N} differ; at {args}: interpreter "
-                             f"{interpreted[bad].tolist()}, cpu {compiled[bad].tolist()}")
+    for tier, compiled in (("quick", quick), ("optimized", optimized)):
+        same = (interpreted.view(uint) == compiled.view(uint)) | (np.isnan(interpreted) & np.isnan(compiled))
+        if not same.all():
+            bad = np.flatnonzero(~same)[:6]
+            args = [a[bad].tolist() for a in arrays]
+            raise AssertionError(f"{fn}: {int((~same).sum())} of {N} differ; at {args}: interpreter "
+                                 f"{interpreted[bad].tolist()}, cpu ({tier} code) {compiled[bad].tolist()}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

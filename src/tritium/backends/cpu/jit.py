@@ -169,59 +169,66 @@ def _check_symbols(llvm_ir: str) -> None:
             raise RuntimeError(f"the compiled kernel calls {name}, which this process does not define")
 
 
-_abandoned: list = []  # a forked child's copies of the parent's server streams (see _CompileServer._forget)
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    """``size`` bytes from ``fd``, or fewer when it reaches its end."""
+    parts, left = [], size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 class _CompileServer:
     """A child process, forked at the first compilation, that optimizes and emits modules sent
     through a pipe: one fork per process instead of one per kernel (a fork of a process that has
     torch loaded costs 10-30 ms). A child that dies (an LLVM assertion) is reported with what it
-    printed and replaced at the next request."""
+    printed and replaced at the next request. The pipes are used through their descriptors, not
+    Python's buffered files, whose locks a thread blocked in a read would hold across a fork."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.pid = None
-        self.streams = ()
-        self.descriptors = {}
+        self.descriptors = ()  # requests (write end), replies (read end), the child's stderr file
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self) -> None:
         """In a forked child of this process: the server is the parent's (its pipes are closed here,
-        so that it still sees the parent close them); a new one starts when this child compiles.
-        The descriptors are closed directly: another thread of the parent may have been reading a
-        reply at the fork, and the buffered stream's lock it held would never be released here, so
-        the stream objects are kept, never closed or collected."""
+        so that it still sees the parent close them); a new one starts when this child compiles."""
         self.lock = threading.Lock()
-        for stream in self.streams:
-            try:
-                os.close(self.descriptors[stream])
-            except (OSError, KeyError):
-                pass
-        _abandoned.append(self.streams)
-        self.streams = ()
+        self._close()
         self.pid = None
 
     def _close(self) -> None:
-        for stream in self.streams:
+        for fd in self.descriptors:
             try:
-                stream.close()
+                os.close(fd)
             except OSError:
                 pass
-        self.streams = ()
+        self.descriptors = ()
 
     def _start(self) -> None:
         _initialized()
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
-        errors = tempfile.TemporaryFile()
+        errors, errors_path = tempfile.mkstemp(prefix="tritium-llvm-")
+        os.unlink(errors_path)
         with _lock:
             pid = os.fork()
         if pid == 0:  # the child: serve until the parent closes the pipe; never run the parent's exit handlers
             try:
                 os.close(requests_write)
                 os.close(replies_read)
-                os.dup2(errors.fileno(), 2)
+                os.dup2(errors, 2)
                 _close_inherited({0, 1, 2, requests_read, replies_write})
                 import faulthandler
 
@@ -236,14 +243,13 @@ class _CompileServer:
         os.close(requests_read)
         os.close(replies_write)
         self.pid = pid
-        self.requests = os.fdopen(requests_write, "wb")
-        self.replies = os.fdopen(replies_read, "rb")
-        self.errors = errors
-        self.streams = (self.requests, self.replies, self.errors)
-        self.descriptors = {self.requests: requests_write, self.replies: replies_read, self.errors: errors.fileno()}
+        self.descriptors = (requests_write, replies_read, errors)
 
     def start(self) -> None:
-        """Forks the child now, if it is not running."""
+        """Forks the child now, if it is not running (without waiting for a compilation in flight:
+        a running child is all this asks for)."""
+        if self.pid is not None:
+            return
         with self.lock:
             if self.pid is None:
                 self._start()
@@ -254,23 +260,30 @@ class _CompileServer:
         with self.lock:
             if self.pid is None:
                 self._start()
+            requests, replies, errors = self.descriptors
             data = llvm_ir.encode()
             try:
-                self.requests.write(struct.pack("<QB", len(data), level) + data)
-                self.requests.flush()
-                header = self.replies.read(8)
-                payload = self.replies.read(struct.unpack("<Q", header)[0]) if len(header) == 8 else b""
-                if len(header) == 8 and len(payload) == struct.unpack("<Q", header)[0]:
-                    return payload, ""
-            except (BrokenPipeError, OSError, struct.error):
+                _write_all(requests, struct.pack("<QB", len(data), level) + data)
+                header = _read_exactly(replies, 8)
+                if len(header) == 8:
+                    size = struct.unpack("<Q", header)[0]
+                    payload = _read_exactly(replies, size)
+                    if len(payload) == size:
+                        return payload, ""
+            except OSError:
                 pass
             # the child died
-            self.errors.seek(0)
-            printed = self.errors.read().decode(errors="replace")
+            os.lseek(errors, 0, os.SEEK_SET)
+            printed = b""
+            while True:
+                part = os.read(errors, 1 << 16)
+                if not part:
+                    break
+                printed += part
             self._close()
             os.waitpid(self.pid, 0)
             self.pid = None
-            return None, printed
+            return None, printed.decode(errors="replace")
 
 
 def _close_inherited(keep: set) -> None:

@@ -259,7 +259,7 @@ class Executable:
             records = self._thread_records(pool.threads)
             with workers.swap_lock:
                 grid_address = self._grid_address
-                workers.running = self.token
+                workers.running = (self.token, pool)
             try:
                 failed = pool.run(grid_address, address, total, [a for _, a in records])
             finally:

@@ -38,29 +38,39 @@ def defer(executable, llvm_ir: str) -> None:
 
 def request(executable) -> None:
     """Queues the full compilation of ``executable``, deferred before; its result is installed in it."""
-    global _thread
     with _condition:
-        entry = _deferred.pop(executable.token, None)
-        if entry is None:
-            return
-        _pending.append(entry)
-        if _thread is None:
-            _thread = threading.Thread(target=_serve, name="tritium-cpu-optimizer", daemon=True)
-            _thread.start()
-        _condition.notify_all()
+        _queue(executable.token)
+
+
+def _queue(token: int) -> None:
+    """Moves a deferred entry to the queue and makes sure the thread serving it runs. Called holding
+    the condition."""
+    global _thread
+    entry = _deferred.pop(token, None)
+    if entry is None:
+        return
+    _pending.append(entry)
+    if _thread is None or not _thread.is_alive():
+        _thread = threading.Thread(target=_serve, name="tritium-cpu-optimizer", daemon=True)
+        _thread.start()
+    _condition.notify_all()
 
 
 def _next():
-    """The queued compilation of the kernel launched most often (the earliest queued among equals);
-    entries whose executable is gone are dropped. Called holding the condition."""
+    """(executable, LLVM IR) of the queued compilation of the kernel launched most often (the
+    earliest queued among equals); entries whose executable is gone are dropped. Called holding the
+    condition."""
     global _running
-    alive = [(ref, llvm_ir) for ref, llvm_ir in _pending if ref() is not None]
-    _pending[:] = alive
+    alive = [(ref(), ref, llvm_ir) for ref, llvm_ir in _pending]
+    alive = [entry for entry in alive if entry[0] is not None]  # strong references from here on
+    _pending[:] = [(ref, llvm_ir) for _, ref, llvm_ir in alive]
     if not alive:
         return None
-    best = max(range(len(alive)), key=lambda i: (alive[i][0]().launches, -i))
+    best = max(range(len(alive)), key=lambda i: (alive[i][0].launches, -i))
+    executable, _, llvm_ir = alive[best]
+    del _pending[best]
     _running += 1
-    return _pending.pop(best)
+    return executable, llvm_ir
 
 
 def _serve() -> None:
@@ -74,31 +84,40 @@ def _serve() -> None:
                 _condition.notify_all()  # wait() may be watching for an empty queue
                 _condition.wait()
                 entry = _next()
-        ref, llvm_ir = entry
-        obj, error = None, None
+        executable, llvm_ir = entry
+        del entry
         try:
-            obj = jit.compile_to_object(llvm_ir, background=True)
-        except Exception as failure:  # noqa: BLE001 - the quick code stays; the executable says why
-            error = failure
-        executable = ref()
-        try:
-            if executable is not None:
-                executable.install_optimized(obj, error)
+            obj, error = None, None
+            try:
+                obj = jit.compile_to_object(llvm_ir, background=True)
+            except Exception as failure:  # noqa: BLE001 - the quick code stays; the executable says why
+                error = failure
+            executable.install_optimized(obj, error)
+        except BaseException as failure:  # noqa: BLE001 - this thread serves every kernel: it goes on
+            _report(executable, failure)
         finally:
+            executable = None
             with _condition:
                 _running -= 1
                 _condition.notify_all()
 
 
+def _report(executable, failure: BaseException) -> None:
+    import warnings
+
+    try:
+        warnings.warn(f"kernel '{executable.fn.name}' keeps its quick, unoptimized code on the cpu backend: "
+                      f"{type(failure).__name__}: {failure}", RuntimeWarning, stacklevel=2)
+    except BaseException:  # noqa: BLE001 - warnings turned into errors: nothing more to say
+        pass
+
+
 def wait(timeout: Optional[float] = None) -> bool:
     """Queues every deferred full compilation, then blocks until none is queued or running; False
     when ``timeout`` (seconds) passed first."""
-    for ref, _ in list(_deferred.values()):
-        executable = ref()
-        if executable is not None:
-            request(executable)
     with _condition:
-        _deferred.clear()  # those left belonged to executables that are gone
+        for token in list(_deferred):
+            _queue(token)
         return _condition.wait_for(lambda: _running == 0 and not any(ref() is not None for ref, _ in _pending),
                                    timeout)
 

@@ -313,18 +313,23 @@ _pool_guard = threading.Lock()
 _retired: list = []
 
 
-# The executable whose job the pool runs (its token; None between jobs), and the lock under which it
-# changes and under which quick code is replaced by optimized code (``redirect``).
+# (the token of the executable whose job a pool runs, that pool), None between jobs; and the lock
+# under which it changes and under which quick code is replaced by optimized code (``redirect``).
 swap_lock = threading.Lock()
-running: Optional[int] = None
+running: Optional[tuple] = None
+
+
+def running_token() -> Optional[int]:
+    return None if running is None else running[0]
 
 
 def redirect(token: int, grid_address: int) -> None:
-    """Makes the job of executable ``token``, if the pool is running it, take its remaining chunks
+    """Makes the job of executable ``token``, if a pool is running it, take its remaining chunks
     with the grid function at ``grid_address`` (the same program, optimized). The caller holds
-    ``swap_lock``."""
-    if running == token and _pool is not None:
-        _pool.state[_GRID] = grid_address
+    ``swap_lock``. (A redirect between the launch reading the old address and the dispatch
+    publishing it is overwritten by the dispatch: that launch ends on the quick code.)"""
+    if running is not None and running[0] == token:
+        running[1].state[_GRID] = grid_address
 
 
 def pool(threads: int) -> Pool:
