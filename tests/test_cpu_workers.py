@@ -152,3 +152,20 @@ def test_a_child_forked_during_a_background_compilation_compiles_and_launches(mo
     waiting.join()
     assert done, "the forked child hung"
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_launch_holding_a_pool_that_was_replaced_runs_without_it(monkeypatch):
+    """A launch that took the pool just before another thread replaced it (a launch with another
+    thread count shuts the old one down) finds it closed and runs on its own thread, instead of
+    waiting for workers that have exited."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_NUM_THREADS", "2")
+    _launch_and_check()
+    replaced = workers.Pool(2)  # a pool of its own (the process's stays as it is)
+    replaced.shutdown()  # as a replacement does
+    monkeypatch.setattr(workers, "pool", lambda threads: replaced)
+    done = []
+    launcher = threading.Thread(target=lambda: done.append(_launch_and_check()), daemon=True)
+    launcher.start()
+    launcher.join(timeout=30)
+    assert done == [None], "the launch waited for a pool that was shut down"

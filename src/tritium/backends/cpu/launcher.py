@@ -255,6 +255,10 @@ class Executable:
         if not pool.lock.acquire(blocking=False):
             self._run_serially(address, total, block)
             return
+        if pool.closed:  # replaced (another thread launched with another thread count): its workers are gone
+            pool.lock.release()
+            self._run_serially(address, total, block)
+            return
         try:
             records = self._thread_records(pool.threads)
             with workers.swap_lock:

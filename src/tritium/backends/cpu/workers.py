@@ -279,6 +279,7 @@ class Pool:
         self.state = raw[start:start + _SLOTS]
         self.address = self.state.ctypes.data
         self.lock = threading.Lock()
+        self.closed = False  # set, under ``lock``, when the pool is shut down
         self._loaded, worker, self._dispatch = _functions()
         self._threads = [threading.Thread(target=worker, args=(self.address, i), daemon=True,
                                           name=f"tritium-cpu-{i}") for i in range(1, self.threads)]
@@ -299,6 +300,7 @@ class Pool:
 
     def shutdown(self) -> None:
         with self.lock:
+            self.closed = True  # a launch that took this pool before it was replaced runs elsewhere
             self.state[_SHUTDOWN] = 1
             # a job with the shutdown flag set: every worker returns
             self._dispatch(self.address, 0, 0, 0, 1, 0)
