@@ -708,7 +708,7 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
         while workers.running_token() != executable.token and time.monotonic() < deadline:
             time.sleep(0.0002)
         time.sleep(0.005)  # the job published (its dispatch writes the quick code's address), still running
-        executable.install_optimized(optimized, None)
+        executable.install_optimized(optimized)
 
     n = 1 << 24
     x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
@@ -738,3 +738,31 @@ def test_a_kernel_launched_once_on_a_few_lanes_is_optimized_only_when_launched_a
     assert requested == [executable.token], "the second launch asks for it"
     assert registry.get("cpu").wait_for_optimized_code(timeout=120) and not executable.quick
     assert np.array_equal(y, 3 * x)
+
+
+def test_a_failed_full_compilation_keeps_the_quick_code_with_a_warning(monkeypatch):
+    """LLVM failing on the background compilation: the kernel keeps running its quick code (still
+    right), a warning names it, and the optimizer thread goes on to optimize the next kernel."""
+    from tritium.backends.cpu import jit
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    original = jit.compile_to_object
+
+    def failing(llvm_ir, background=False):
+        if background and "_scale" in llvm_ir:
+            raise RuntimeError("LLVM failed on this kernel (simulated)")
+        return original(llvm_ir, background)
+
+    monkeypatch.setattr(jit, "compile_to_object", failing)
+    kernel = triton.jit(_scale.fn)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    with pytest.warns(RuntimeWarning, match=r"kernel '_scale' keeps its quick, unoptimized code.*simulated"):
+        executable = kernel[(1,)](x, y, 64, B=64).executable
+        assert registry.get("cpu").wait_for_optimized_code(timeout=120)
+    assert executable.quick
+    y[:] = 0
+    kernel[(1,)](x, y, 64, B=64)
+    assert np.array_equal(y, 3 * x)
+    other = triton.jit(_row_softmax.fn)[(1,)](np.ones(8, np.float32), np.zeros(8, np.float32), B=8).executable
+    assert registry.get("cpu").wait_for_optimized_code(timeout=120) and not other.quick

@@ -14,7 +14,8 @@ import pytest
 import tritium as triton
 import tritium.language as tl
 from tritium.backends import registry
-from tritium.language.extra import libdevice
+
+from test_libdevice import _binary_kernel, _unary_kernel  # one libdevice function, chosen by name
 
 pytestmark = pytest.mark.skipif(not registry.get("cpu").is_available(), reason="the CPU backend needs llvmlite")
 
@@ -50,18 +51,6 @@ def _core_kernel(x_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
     else:
         y = tl.ceil(x)
     tl.store(o_ptr + r, y)
-
-
-@triton.jit
-def _unary_kernel(x_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
-    r = tl.arange(0, N)
-    tl.store(o_ptr + r, getattr(libdevice, FN)(tl.load(x_ptr + r)))
-
-
-@triton.jit
-def _binary_kernel(x_ptr, y_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
-    r = tl.arange(0, N)
-    tl.store(o_ptr + r, getattr(libdevice, FN)(tl.load(x_ptr + r), tl.load(y_ptr + r)))
 
 
 CORE = ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil"]

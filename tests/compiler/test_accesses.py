@@ -54,22 +54,17 @@ def test_block_pointers_advanced_in_a_loop():
     assert _blocks.pointer_accesses(a, a, a, 16, 32) == (["a_ptr"], ["b_ptr"])
 
 
-@triton.autotune(configs=[triton.Config({"W": 0}), triton.Config({"W": 1})], key=["n"])
-@triton.jit
-def _tuned_choice(a_ptr, b_ptr, c_ptr, n, W: tl.constexpr):
+def _choice(a_ptr, b_ptr, c_ptr, n, W: tl.constexpr):
     if W == 0:
         tl.store(a_ptr, tl.load(c_ptr))
     else:
         tl.store(b_ptr, tl.load(c_ptr))
 
 
-@triton.heuristics({"W": lambda args: 1 if args["n"] > 2 else 0})
-@triton.jit
-def _heuristic_choice(a_ptr, b_ptr, c_ptr, n, W: tl.constexpr):
-    if W == 0:
-        tl.store(a_ptr, tl.load(c_ptr))
-    else:
-        tl.store(b_ptr, tl.load(c_ptr))
+# the same kernel, its W chosen by autotuning over both values, or by a heuristic of n
+_tuned_choice = triton.autotune(configs=[triton.Config({"W": 0}), triton.Config({"W": 1})], key=["n"])(
+    triton.jit(_choice))
+_heuristic_choice = triton.heuristics({"W": lambda args: 1 if args["n"] > 2 else 0})(triton.jit(_choice))
 
 
 def test_what_torch_is_told_covers_every_autotune_config_and_computes_heuristics():

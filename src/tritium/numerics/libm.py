@@ -10,7 +10,6 @@ import ctypes
 import ctypes.util
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -23,8 +22,6 @@ _VARIANTS = {  # suffix: (element type, widening line, narrowing line)
 
 _lock = threading.Lock()
 _compiled: dict = {}
-_pool = ThreadPoolExecutor(max_workers=2)
-_SPLIT = 1 << 16  # arrays at least this long are split over two threads (ctypes releases the GIL)
 
 
 def _compile(fn: str):
@@ -57,13 +54,7 @@ def apply(fn: str, x: np.ndarray) -> np.ndarray:
             return slow(source.astype(np.float64)).astype(source.dtype) if source.size else source.copy()
         loop = loops[suffix]
     out = np.empty_like(source)
-    n = source.size
-    if n < _SPLIT:
-        loop(source.ctypes.data, out.ctypes.data, n)
-        return out
-    half = n // 2
     size = source.itemsize
-    first = _pool.submit(loop, source.ctypes.data, out.ctypes.data, half)
-    loop(source.ctypes.data + half * size, out.ctypes.data + half * size, n - half)
-    first.result()
+    native_loops.over_two_threads(lambda start, stop: loop(source.ctypes.data + start * size,
+                                                           out.ctypes.data + start * size, stop - start), source.size)
     return out

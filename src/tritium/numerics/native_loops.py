@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
+_helper = ThreadPoolExecutor(max_workers=1)  # the second thread of ``over_two_threads``
+_SPLIT = 1 << 16  # ranges at least this long are split over two threads
 _engines: list = []  # the JIT engines stay alive for the life of the process: their code is called later
 _MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)  # (in, out, n)
 
@@ -91,3 +94,16 @@ done:
   ret void
 }}
 """
+
+
+def over_two_threads(run, n: int) -> None:
+    """``run(start, stop)`` over ``[0, n)``: at once below ``_SPLIT``, else in two halves on two
+    threads (``run`` calls a compiled loop through ctypes, which releases the GIL)."""
+    if n < _SPLIT:
+        if n:
+            run(0, n)
+        return
+    half = n // 2
+    first = _helper.submit(run, 0, half)
+    run(half, n)
+    first.result()

@@ -113,15 +113,8 @@ class Executable:
                 return
         callback()
 
-    def install_optimized(self, obj: Optional[bytes], error: Optional[BaseException]) -> None:
-        """Switches to the fully optimized object ``obj`` (the background compilation's result); with
-        ``obj`` None (LLVM failed: ``error``) the quick code stays, with a warning."""
-        if obj is None:
-            import warnings
-
-            warnings.warn(f"kernel '{self.fn.name}' keeps its quick, unoptimized code on the cpu backend: {error}",
-                          RuntimeWarning, stacklevel=2)
-            return
+    def install_optimized(self, obj: bytes) -> None:
+        """Switches to the fully optimized object ``obj`` (the background compilation's result)."""
         from . import jit
 
         loaded = jit.LoadedObject(obj)

@@ -18,12 +18,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ...compiler.ir import types as T
+from ...numerics import native_loops
 
 _lock = threading.Lock()
 _loops: dict = {}  # key -> _Loop
 _FUNCTION = "tritium_op_loop"
-_SPLIT = 1 << 16  # arrays at least this long are split over two threads (ctypes releases the GIL)
 
 
 class _Loop:
@@ -34,7 +33,8 @@ class _Loop:
         self.call = signature(address)
 
 
-def _key(op) -> tuple:
+def key(op) -> tuple:
+    """What the lane lowering of ``op`` reads: one compiled loop per key."""
     return (op.opcode, op.attrs.get("fn"), tuple(str(o.type.scalar) for o in op.operands),
             str(op.results[0].type.scalar))
 
@@ -88,13 +88,13 @@ def _compile(op) -> _Loop:
 
 
 def loop_for(op) -> _Loop:
-    key = _key(op)
-    found = _loops.get(key)
+    wanted = key(op)
+    found = _loops.get(wanted)
     if found is None:
         with _lock:
-            found = _loops.get(key)
+            found = _loops.get(wanted)
             if found is None:
-                found = _loops[key] = _compile(op)
+                found = _loops[wanted] = _compile(op)
     return found
 
 
@@ -107,21 +107,13 @@ def evaluate(op, args: Sequence[np.ndarray]) -> np.ndarray:
     inputs = [np.ascontiguousarray(np.broadcast_to(a, shape), dtype=operand.type.scalar.numpy)
               for a, operand in zip(arrays, op.operands)]
     out = np.empty(shape, dtype=op.results[0].type.scalar.numpy)
-    n = out.size
-    if n >= _SPLIT:
-        half = n // 2
-        worker = threading.Thread(target=_run, args=(loop, inputs, out, half, n))
-        worker.start()
-        _run(loop, inputs, out, 0, half)
-        worker.join()
-    elif n:
-        _run(loop, inputs, out, 0, n)
+
+    def run(start: int, stop: int) -> None:
+        pointers = [a.ctypes.data + start * a.itemsize for a in inputs]
+        loop.call(*pointers, out.ctypes.data + start * out.itemsize, stop - start)
+
+    native_loops.over_two_threads(run, out.size)
     return out
-
-
-def _run(loop: _Loop, inputs, out: np.ndarray, start: int, stop: int) -> None:
-    pointers = [a.ctypes.data + start * a.itemsize for a in inputs]
-    loop.call(*pointers, out.ctypes.data + start * out.itemsize, stop - start)
 
 
 def handles(op) -> Optional[str]:
@@ -135,6 +127,6 @@ def handles(op) -> Optional[str]:
 
         if not libdevice.supports(op.attrs["fn"]):
             return f"the cpu backend does not lower libdevice.{op.attrs['fn']}"
-    if any(not isinstance(o.type.scalar, T.dtype) or o.type.scalar.is_ptr() for o in op.operands):
+    if any(o.type.scalar.is_ptr() for o in op.operands):
         return "pointer operands"
     return None

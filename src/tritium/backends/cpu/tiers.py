@@ -87,13 +87,8 @@ def _serve() -> None:
         executable, llvm_ir = entry
         del entry
         try:
-            obj, error = None, None
-            try:
-                obj = jit.compile_to_object(llvm_ir, background=True)
-            except Exception as failure:  # noqa: BLE001 - the quick code stays; the executable says why
-                error = failure
-            executable.install_optimized(obj, error)
-        except BaseException as failure:  # noqa: BLE001 - this thread serves every kernel: it goes on
+            executable.install_optimized(jit.compile_to_object(llvm_ir, background=True))
+        except BaseException as failure:  # noqa: BLE001 - the quick code stays; this thread serves every kernel
             _report(executable, failure)
         finally:
             executable = None
@@ -103,6 +98,8 @@ def _serve() -> None:
 
 
 def _report(executable, failure: BaseException) -> None:
+    """Says that ``executable`` keeps its quick code, and why (LLVM failed on the full compilation,
+    or loading its object did)."""
     import warnings
 
     try:

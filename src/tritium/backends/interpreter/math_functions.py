@@ -26,7 +26,7 @@ def evaluate(op, args: Sequence[np.ndarray]) -> Optional[np.ndarray]:
         from ..cpu import op_loops
     except ImportError:  # llvmlite is not installed
         return None
-    key = op_loops._key(op)
+    key = op_loops.key(op)
     if key in _refused:
         return None
     reason = op_loops.handles(op)
