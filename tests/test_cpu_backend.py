@@ -677,10 +677,16 @@ def test_without_the_quick_tier_the_first_compilation_is_the_optimized_one(monke
     assert not compiled.executable.quick and np.array_equal(y, np.full(8, 3.0, np.float32))
 
 
+def _scale_by_four(x_ptr, y_ptr, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=m) * 4.0, mask=m)
+
+
 def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatch):
-    """The optimized object installed while the worker pool runs a launch of the quick code: the
-    remaining chunks run it (the pool reads the grid function before each chunk), and every program
-    still runs exactly once."""
+    """Code installed while the worker pool runs a launch of the quick code takes the remaining chunks
+    (the pool reads the grid function before each chunk), and every program still runs exactly once.
+    To tell the two apart, the code installed is another kernel's (same parameters, x * 4 for x * 3)."""
     import threading
     import time
 
@@ -693,22 +699,23 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     held = []
     monkeypatch.setattr(tiers, "defer", lambda executable, llir: held.append((executable, llir)))
     monkeypatch.setattr(tiers, "request", lambda executable: None)
-    kernel = triton.jit(_scale.fn)
+    kernel, other = triton.jit(_scale.fn), triton.jit(_scale_by_four)
     small = np.ones(256, np.float32)
     kernel[(1,)](small, np.zeros_like(small), 256, B=256)  # compiles the quick code; its optimization is held
-    (executable, llir), = held
-    optimized = jit.compile_to_object(llir)
-    redirected = []
-    original_redirect = workers.redirect
-    monkeypatch.setattr(workers, "redirect", lambda token, address: redirected.append(workers.running_token() == token)
-                        or original_redirect(token, address))
+    other[(1,)](small, np.zeros_like(small), 256, B=256)
+    (executable, _), (_, other_llir) = held
+    replacement = jit.compile_to_object(other_llir)
+    state = workers.pool(2).state
+    installed = []
 
     def install_during_the_launch():
         deadline = time.monotonic() + 60
-        while workers.running_token() != executable.token and time.monotonic() < deadline:
-            time.sleep(0.0002)
-        time.sleep(0.005)  # the job published (its dispatch writes the quick code's address), still running
-        executable.install_optimized(optimized)
+        # the job is ours and its first chunks are taken
+        while not (state[workers._GRID_CELL] == executable._grid_cell_address and state[workers._NEXT] >= 2) \
+                and time.monotonic() < deadline:
+            time.sleep(0.0001)
+        executable.install_optimized(replacement)
+        installed.append(int(state[workers._NEXT]))
 
     n = 1 << 24
     x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
@@ -717,9 +724,14 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     installer.start()
     kernel[(triton.cdiv(n, 256),)](x, y, n, B=256)
     installer.join()
-    assert redirected == [True], "installed while the launch ran"
-    assert workers.pool(2).state[workers._GRID] == executable._grid_address, "the pool took the optimized code"
-    assert np.array_equal(y, x * np.float32(3.0))
+    by_three, by_four = y == x * np.float32(3.0), y == x * np.float32(4.0)
+    assert np.all(by_three | by_four), "every program ran once, with one code or the other"
+    # 2 threads x 8 chunks each; a chunk runs with one code (where x != 0, the two tell apart)
+    chunks = [(four[nonzero]) for four, nonzero in zip(np.split(by_four, 16), np.split(x != 0, 16))]
+    assert all(chunk.all() or not chunk.any() for chunk in chunks)
+    assert installed and installed[0] < 16, "installed while chunks were left"
+    assert by_four.any(), "the chunks taken after the installation ran the installed code"
+    assert not chunks[0].any(), "the first chunk ran the quick code"
 
 
 def test_a_kernel_launched_once_on_a_few_lanes_is_optimized_only_when_launched_again(monkeypatch):

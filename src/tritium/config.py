@@ -204,11 +204,15 @@ class LaunchSettings(NamedTuple):
     debug: bool
     validate: str
     shuffle_seed: Optional[int]
+    # TRITIUM_NUM_THREADS as set (None: unset), parsed by the CPU backend (config.num_threads): held
+    # here so that a change of it changes the launch fast path's key, and the CPU backend's direct
+    # launchers, which read the thread count when made, are made again
+    num_threads_text: Optional[str] = None
 
 
 # every environment variable those functions read, and the knobs that override some of them
 _LAUNCH_ENVIRON = ("TRITIUM_BACKEND", "TRITIUM_STRICT", "TRITON_F32_DEFAULT", "TRITIUM_DEBUG", "TRITON_DEBUG",
-                   "TRITIUM_VALIDATE", "TRITIUM_SHUFFLE")
+                   "TRITIUM_VALIDATE", "TRITIUM_SHUFFLE", "TRITIUM_NUM_THREADS")
 _UNSET = object()
 _launch_settings: dict = {}
 
@@ -225,7 +229,7 @@ def launch_settings() -> LaunchSettings:
         key, found = None, None
     if found is None:
         found = LaunchSettings(backend_name(), strict(), knobs.language.fp32_default, debug_mode(),
-                               validate_backend(), shuffle_seed())
+                               validate_backend(), shuffle_seed(), knobs.environ_get("TRITIUM_NUM_THREADS"))
         if key is not None:
             if len(_launch_settings) >= 64:
                 _launch_settings.clear()

@@ -170,7 +170,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
-        self._fast: dict[tuple, tuple] = {}  # _fast_values key -> (kernel, its direct launcher or None)
+        self._fast: dict[tuple, tuple] = {}  # the binder's key -> (kernel, its direct launcher or None)
         self._binder: Optional[Callable] = None  # made at the first launch (binder.make_binder)
         self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
         self._parsed = None  # JITCallable.parsed reads the source on first use
@@ -355,15 +355,25 @@ class JITFunction(KernelInterface, JITCallable):
             raise without_internal_frames(error) from show_cause_once(error)
 
     def _run(self, args, grid, kwargs):
-        fast = self._fast_values(args, kwargs)
+        # The fast path, written flat (a launch after a kernel that streamed megabytes runs this code
+        # out of the caches, where every call and attribute read costs microseconds).
+        bind = self._binder
+        if bind is None:
+            bind = self._binder = make_binder(self.params, self._constexpr_set, _FAST_OPTIONS)
+        try:
+            fast = bind(*args, **kwargs)
+        except TypeError:  # arguments the parameter list does not bind: the full path says what is wrong
+            fast = None
         if fast is not None:
             entry = self._fast.get(fast[0])
             if entry is not None:
                 kernel, direct = entry
-                values, options = fast[1], fast[3]
-                if callable(grid):
+                values = fast[1]
+                if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
+                    grid3 = (grid[0], 1, 1)
+                elif callable(grid):
                     meta = dict(values)
-                    meta.update(options)
+                    meta.update(fast[3])
                     grid3 = normalize_grid(grid, meta, self.__name__)
                 else:
                     grid3 = normalize_grid(grid, values, self.__name__)
@@ -382,18 +392,6 @@ class JITFunction(KernelInterface, JITCallable):
         grid3 = normalize_grid(grid, meta, self.__name__)
         launch(kernel, grid3, values, debug=options.get("debug"))
         return kernel
-
-    def _fast_values(self, args, kwargs) -> Optional[tuple[tuple, dict, Any, dict]]:
-        """(a key, the bound values, the launch settings, the compile options) for a launch whose arguments
-        are all plain and whose other keywords are compile options of plain values (num_warps=8); None
-        for anything else, which takes the full path (see ``binder``)."""
-        bind = self._binder
-        if bind is None:
-            bind = self._binder = make_binder(self.params, self._constexpr_set, _FAST_OPTIONS)
-        try:
-            return bind(*args, **kwargs)
-        except TypeError:  # arguments the parameter list does not bind: the full path says what is wrong
-            return None
 
 
 # launch options the fast path takes as part of its key: they only choose what is compiled (a launch

@@ -278,30 +278,49 @@ class Codegen:
         return b.trunc(raw, target) if target.width < 64 else raw
 
     def _build_grid(self, program) -> None:
+        """``tritium_grid(args, first, last, error)``: the programs [first, last) in linear order (x
+        fastest). The program id of ``first`` is computed once; each next one by a step of x that
+        carries into y and z, not by a division per program (20-40 cycles each, a tenth of the
+        time of a program that streams 1024 elements)."""
         ty = ir.FunctionType(I32, [PTR, I64, I64, PTR])
         grid = ir.Function(self.module, ty, "tritium_grid")
         args_block, first, last, error = grid.args
         entry = grid.append_basic_block("entry")
+        start = grid.append_basic_block("start")
         loop = grid.append_basic_block("loop")
         failed = grid.append_basic_block("failed")
         latch = grid.append_basic_block("latch")
         done = grid.append_basic_block("done")
         b = ir.IRBuilder(entry)
         dims = [b.load(b.gep(args_block, [ir.Constant(I64, d)], source_etype=I64), typ=I64) for d in range(3)]
-        b.cbranch(b.icmp_signed("<", first, last), loop, done)
+        b.cbranch(b.icmp_signed("<", first, last), start, done)
+        b.position_at_end(start)
+        rest = b.udiv(first, dims[0])
+        first_pid = [b.urem(first, dims[0]), b.urem(rest, dims[1]), b.udiv(rest, dims[1])]
+        b.branch(loop)
         b.position_at_end(loop)
         linear = b.phi(I64)
-        linear.add_incoming(first, entry)
-        x = b.urem(linear, dims[0])
-        rest = b.udiv(linear, dims[0])
-        y = b.urem(rest, dims[1])
-        z = b.udiv(rest, dims[1])
-        narrow = [b.trunc(v, I32) for v in (x, y, z)] + [b.trunc(v, I32) for v in dims]
+        linear.add_incoming(first, start)
+        pid = []
+        for value in first_pid:
+            phi = b.phi(I64)
+            phi.add_incoming(value, start)
+            pid.append(phi)
+        narrow = [b.trunc(v, I32) for v in pid] + [b.trunc(v, I32) for v in dims]
         status = b.call(program, [args_block, *narrow, error])
         b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, latch)
         b.position_at_end(latch)
         following = b.add(linear, ir.Constant(I64, 1))
         linear.add_incoming(following, latch)
+        one, zero = ir.Constant(I64, 1), ir.Constant(I64, 0)
+        carry = None
+        for axis in range(3):  # x + 1, carried into y, then z
+            stepped = b.add(pid[axis], one if carry is None else b.zext(carry, I64))
+            if axis == 2:
+                pid[axis].add_incoming(stepped, latch)
+                break
+            carry = b.icmp_unsigned("==", stepped, dims[axis])
+            pid[axis].add_incoming(b.select(carry, zero, stepped), latch)
         b.cbranch(b.icmp_signed("<", following, last), loop, done)
         b.position_at_end(failed)
         b.ret(status)

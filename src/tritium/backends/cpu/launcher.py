@@ -30,6 +30,8 @@ _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int6
 # Lanes of work (programs x the largest block) below which a launch runs on the calling thread.
 _PARALLEL_WORK = 1 << 16
 
+_NATIVE_POOL = workers.available()
+
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_size = 0
 _pool_lock = threading.Lock()
@@ -61,6 +63,16 @@ def _tune_malloc() -> None:
     allocator.tune_once()
 
 
+def _strided_bounds(tensor, address: int) -> tuple[int, int]:
+    """The byte range [low, high) a strided torch tensor at ``address`` spans."""
+    if tensor.numel() == 0:
+        return address, address
+    size = tensor.element_size()
+    low = sum(min(0, (n - 1) * st) for n, st in zip(tensor.shape, tensor.stride())) * size
+    high = sum(max(0, (n - 1) * st) for n, st in zip(tensor.shape, tensor.stride())) * size + size
+    return address + low, address + high
+
+
 def _first_failure(records: list) -> np.ndarray:
     """Of the error records of threads whose program failed, the one of the program first in launch
     order (linear ids, x fastest)."""
@@ -87,7 +99,15 @@ class Executable:
         self.program_order = program_order
         self._grid_address = loaded.address("tritium_grid")
         self._grid = _GRID_FUNCTION(self._grid_address)
-        self._pool_records: list = []
+        # The worker pool reads the grid function's address from this word before each chunk, so that
+        # optimized code installed during a launch takes its remaining chunks (install_optimized).
+        self._grid_cell = ctypes.c_uint64(self._grid_address)
+        self._grid_cell_address = ctypes.addressof(self._grid_cell)
+        # launches of at least this many programs have the work for the worker pool (fewer lanes of
+        # work in all run on the calling thread, as do programs that must run in order)
+        self._big_from = -(-_PARALLEL_WORK // max(1, largest_block))
+        self._pool_from = 1 << 62 if program_order else self._big_from
+        self._pool_records: Optional[tuple] = None  # (thread count, records, array of their addresses)
         self.token = next(_tokens)  # never reused, unlike id(self)
         self.launches = 0  # which quick kernel's full compilation goes first (tiers.py)
         self.quick = False  # True while the code is the quick tier's
@@ -119,11 +139,10 @@ class Executable:
 
         loaded = jit.LoadedObject(obj)
         address = loaded.address("tritium_grid")
-        with workers.swap_lock:
-            self._loaded_quick, self.loaded = self.loaded, loaded  # the quick code may still be running
-            self._grid_address = address
-            self._grid = _GRID_FUNCTION(address)
-            workers.redirect(self.token, address)
+        self._loaded_quick, self.loaded = self.loaded, loaded  # the quick code may still be running
+        self._grid_address = address
+        self._grid = _GRID_FUNCTION(address)
+        self._grid_cell.value = address  # a running pool job takes its next chunks with it
         dict.__setitem__(self.asm, "obj", obj)
         with self._optimized_lock:
             self.quick = False
@@ -133,7 +152,6 @@ class Executable:
 
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
         _tune_malloc()
-        self.launches += 1
         debug = config.debug_mode() if debug is None else bool(debug)
         if debug:
             # Debug mode's checks (races, overflow, conversions) are the interpreter's.
@@ -159,7 +177,7 @@ class Executable:
         block = (ctypes.c_uint64 * len(slots))(*slots)
         _PRINTING[self.token] = (self, args)
         try:
-            self._run(block, total)
+            self._run(block, total, thread_count(), config.shuffle_seed())
         finally:
             _PRINTING.pop(self.token, None)
         del keepalive
@@ -168,67 +186,72 @@ class Executable:
         """``launch(grid3, values) -> bool`` for repeated plain launches (``values``: parameter name ->
         torch CPU tensor or Python scalar): the argument block of ``launch`` built straight from the
         values, bounds included, so every access is still checked. None for kernels that print
-        (their output is formatted from the launch's arguments)."""
+        (their output is formatted from the launch's arguments).
+
+        Generated per kernel, one statement per parameter: a launch after a kernel that streamed
+        megabytes finds this code and its data out of the caches, and there each Python call and
+        attribute read costs microseconds (a copy of 16 MB on two threads ran 12% slower launched
+        through the loop this replaces). The thread count, the shuffle seed and the spin-check
+        setting are read here, once: a launcher is made per fast-path key, which holds the launch
+        settings, so a change of them makes a new one."""
         if any(op.opcode == "print" for op in self.fn.walk()):
             return None
+        _tune_malloc()
         plan = parameter_plan(arg_names, self.fn.args)
-        token = self.token
-        spin_check_after = config.spin_check_after()  # read when the fast path is set up
+        namespace = {"run": self._run, "strided_bounds": _strided_bounds}
+        lines = ["def launch(grid3, values):",
+                 "    gx, gy, gz = grid3",
+                 "    total = gx * gy * gz",
+                 "    if total <= 0:",
+                 "        return False"]
+        slots, bounds = [], []
+        for i, (name, bits) in enumerate(plan):
+            if bits is None:
+                lines += [f"    t{i} = values[{name!r}]",
+                          f"    a{i} = t{i}.data_ptr()",
+                          f"    if t{i}.is_contiguous():",
+                          f"        l{i}, h{i} = a{i}, a{i} + t{i}.nbytes",
+                          "    else:",
+                          f"        l{i}, h{i} = strided_bounds(t{i}, a{i})"]
+                slots.append(f"a{i}")
+                bounds += [f"l{i}", f"h{i}"]
+            else:
+                namespace[f"bits{i}"] = bits
+                slots.append(f"bits{i}(values[{name!r}])")
+        namespace["Block"] = ctypes.c_uint64 * (codegen.HEADER_SLOTS + len(slots) + len(bounds))
+        header = [self.token, config.spin_check_after()]
+        lines += [f"    run(Block(gx, gy, gz, {', '.join(map(str, header + slots + bounds))}), total, "
+                  f"{thread_count()}, {config.shuffle_seed()!r})",
+                  "    return True"]
+        exec(compile("\n".join(lines) + "\n", f"<tritium cpu launcher {self.fn.name}>", "exec"), namespace)
+        return namespace["launch"]
 
-        def launch(grid3, values) -> bool:
-            gx, gy, gz = grid3
-            total = gx * gy * gz
-            if total <= 0:
-                return False
-            _tune_malloc()
-            self.launches += 1
-            slots = [gx, gy, gz, token, spin_check_after]
-            bounds = []
-            for name, bits in plan:
-                value = values[name]
-                if bits is None:
-                    address = value.data_ptr()
-                    slots.append(address)
-                    if value.is_contiguous():
-                        bounds += [address, address + value.numel() * value.element_size()]
-                    elif value.numel() == 0:
-                        bounds += [address, address]
-                    else:
-                        size = value.element_size()
-                        low = sum(min(0, (n - 1) * st) for n, st in zip(value.shape, value.stride())) * size
-                        high = sum(max(0, (n - 1) * st) for n, st in zip(value.shape, value.stride())) * size + size
-                        bounds += [address + low, address + high]
-                else:
-                    slots.append(bits(value))
-            slots += bounds
-            self._run((ctypes.c_uint64 * len(slots))(*slots), total)
-            return True
-
-        return launch
-
-    def _run(self, block, total: int) -> None:
-        if self._deferred and (self.launches > 1 or total * self.largest_block >= _PARALLEL_WORK):
+    def _run(self, block, total: int, threads: int, seed: Optional[int]) -> None:
+        """Runs programs [0, total) with the argument block ``block``: on ``threads`` threads when the
+        launch has the work for them, one at a time in an order drawn from ``seed`` when given."""
+        self.launches += 1
+        if self._deferred and (self.launches > 1 or total >= self._big_from):
             from . import tiers
 
             self._deferred = False
             tiers.request(self)
         address = ctypes.addressof(block)
-        seed = config.shuffle_seed()
         if seed is not None:  # TRITIUM_SHUFFLE: programs one at a time in an order drawn from the seed
             record = self._record()
             for p in np.random.default_rng(seed).permutation(total).tolist():
                 if self._grid(address, p, p + 1, record.ctypes.data):
                     self._raise(record, block)
             return
-        small = total * self.largest_block < _PARALLEL_WORK
-        threads = 1 if self.program_order or small else min(thread_count(), total)
-        if threads == 1:
+        if threads == 1 or total < self._pool_from:
             self._run_serially(address, total, block)
-            return
-        if workers.available():
+        elif _NATIVE_POOL:
             self._run_on_workers(address, total, threads, block)
-            return
-        # one contiguous range of programs per thread; the calling thread runs the first itself
+        else:
+            self._run_on_executor(address, total, min(threads, total), block)
+
+    def _run_on_executor(self, address: int, total: int, threads: int, block) -> None:
+        """One contiguous range of programs per thread of a ``concurrent.futures`` pool (where the
+        native pool is not available); the calling thread runs the first itself."""
         edges = [total * i // threads for i in range(threads + 1)]
         records = [self._new_record() for _ in range(threads)]
         pool = _workers(threads - 1)
@@ -248,37 +271,33 @@ class Executable:
         if not pool.lock.acquire(blocking=False):
             self._run_serially(address, total, block)
             return
-        if pool.closed:  # replaced (another thread launched with another thread count): its workers are gone
-            pool.lock.release()
-            self._run_serially(address, total, block)
-            return
         try:
-            records = self._thread_records(pool.threads)
-            with workers.swap_lock:
-                grid_address = self._grid_address
-                workers.running = (self.token, pool)
-            try:
-                failed = pool.run(grid_address, address, total, [a for _, a in records])
-            finally:
-                with workers.swap_lock:
-                    workers.running = None
+            if pool.closed:  # replaced (another thread launched with another thread count): its workers are gone
+                failed = None
+            else:
+                records = self._pool_records
+                if records is None or records[0] != pool.threads:
+                    records = self._pool_records = self._thread_records(pool.threads)
+                failed = pool.failed_threads() if pool.run(self._grid_cell_address, address, total, records[3]) else ()
         finally:
             pool.lock.release()
-        if failed:
-            self._raise(_first_failure([records[i][0] for i in failed]), block)
+        if failed is None:
+            self._run_serially(address, total, block)
+        elif failed:
+            self._raise(_first_failure([records[1][i] for i in failed]), block)
 
     def _run_serially(self, address: int, total: int, block) -> None:
         record, record_address = self._record_and_address()
         if self._grid(address, 0, total, record_address):
             self._raise(record, block)
 
-    def _thread_records(self, count: int) -> list:
-        """(record, address) per pool thread, kept for the next launch (the compiled code writes a
-        record only when a program fails, and never reads it)."""
-        records = self._pool_records
-        if len(records) != count:
-            records = self._pool_records = [(r, r.ctypes.data) for r in (self._new_record() for _ in range(count))]
-        return records
+    def _thread_records(self, count: int) -> tuple:
+        """(count, an error record per pool thread, the array of their addresses, its address), kept
+        for the next launch (the compiled code writes a record only when a program fails, and never
+        reads it)."""
+        records = [self._new_record() for _ in range(count)]
+        addresses = (ctypes.c_uint64 * count)(*(r.ctypes.data for r in records))
+        return count, records, addresses, ctypes.addressof(addresses)
 
     def _record(self) -> np.ndarray:
         return self._record_and_address()[0]

@@ -19,12 +19,15 @@ own):
 ====  ==================================================================================
 0     generation (futex word): bumped once per job
 8     shutdown: the workers return when a job finds it set
-16    the grid function; 17 its argument block; 18 programs; 19 programs per chunk
+16    the grid function's cell: the address of a word that holds the grid function's address (read
+      before each chunk, so optimized code installed meanwhile takes the remaining chunks);
+      17 the argument block; 18 programs; 19 programs per chunk; 20 the array of the threads'
+      error record addresses (0 is the launching thread's)
 24    the next chunk (atomic)
 32    finished threads (futex word of the launching thread); 33 the launching thread sleeps;
       34 its own count of sleepers, which nothing reads
 40    a program failed; 41 workers asleep on the generation
-48+i  thread i's error record (0 is the launching thread's); 112+i its status (non-zero: failed)
+48+i  thread i's status (non-zero: one of its programs failed), reset by the thread at each job
 ====  ==================================================================================
 
 Linux on x86-64 and AArch64 only (the futex system call, little-endian words); elsewhere
@@ -47,25 +50,28 @@ from ..llvm.types import I32, I64, PTR, VOID
 
 MAX_THREADS = 64
 _GENERATION, _SHUTDOWN = 0, 8
-_GRID, _ARGS, _TOTAL, _CHUNK = 16, 17, 18, 19
+_GRID_CELL, _ARGS, _TOTAL, _CHUNK, _RECORDS = 16, 17, 18, 19, 20
 _NEXT = 24
 _DONE, _MAIN_SLEEPS = 32, 33
 _FAILED, _SLEEPERS = 40, 41
-_RECORDS, _STATUSES = 48, 48 + MAX_THREADS
+_STATUSES = 48
 _SLOTS = _STATUSES + MAX_THREADS
+# chunks per thread a job is cut into: a thread the machine slows down takes fewer
+_CHUNKS_PER_THREAD = 8
 
 _FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}
 _YIELD_SYSCALL = {"x86_64": 24, "aarch64": 124}  # sched_yield
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
-# How long a thread polls a futex word before sleeping on it: on x86-64, 2^19 time-stamp counter
-# ticks (0.1-0.3 ms at the counter's 1.5-4 GHz), long enough for back-to-back launches (a few to
-# tens of microseconds of Python apart) to find the workers awake -- waking a sleeping thread costs
-# 50-80 us on a small virtual machine -- and short enough not to hold a core that another process
-# wants for long. Elsewhere a count of polls.
-# After the first 2^14 ticks (about 5 us) each poll also yields the core (sched_yield), so that a
-# runnable thread of this or another process (torch's OpenMP workers, say) is not kept waiting.
-_SPIN_TICKS = 1 << 19
-_SPIN_POLLS = 1 << 16
+# How long a thread polls a futex word before sleeping on it: on x86-64, 2^22 time-stamp counter
+# ticks (1-3 ms at the counter's 1.5-4 GHz), long enough for launches separated by the Python between
+# them (tens of microseconds warm; after a kernel that streamed megabytes through the caches that
+# code runs cold, 0.1-0.3 ms) to find the workers awake: waking a sleeping thread costs 50-80 us on
+# a small virtual machine, and its virtual CPU, halted meanwhile, starts slow. With 2^19 ticks
+# (0.2 ms) a memory-bound kernel launched back to back, a new output allocated each time, ran at
+# 0.6x torch's speed against 0.9x (torch's OpenMP threads poll for milliseconds too). Short enough
+# not to hold a core that another process wants for long. Elsewhere a count of polls.
+_SPIN_TICKS = 1 << 22
+_SPIN_POLLS = 1 << 19
 _PAUSE_TICKS, _PAUSE_POLLS = 1 << 14, 1 << 10
 
 _GRID_TYPE = ir.FunctionType(I32, [PTR, I64, I64, PTR])
@@ -151,11 +157,11 @@ def _build_module() -> ir.Module:
     run.linkage = "internal"
     state, thread = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
+    status_slot = b.gep(state, [b.add(thread, ir.Constant(I64, _STATUSES))], source_etype=I64)
+    store(b, 0, status_slot)
     args = b.inttoptr(load(b, slot(b, state, _ARGS), "monotonic"), PTR)
     total = load(b, slot(b, state, _TOTAL), "monotonic")
     chunk = load(b, slot(b, state, _CHUNK), "monotonic")
-    record = b.inttoptr(load(b, b.gep(state, [b.add(thread, ir.Constant(I64, _RECORDS))], source_etype=I64),
-                             "monotonic"), PTR)
     take = run.append_basic_block("take")
     work = run.append_basic_block("work")
     failed = run.append_basic_block("failed")
@@ -166,15 +172,18 @@ def _build_module() -> ir.Module:
     first = b.mul(add(b, slot(b, state, _NEXT), 1), chunk)
     b.cbranch(b.or_(stop, b.icmp_unsigned(">=", first, total)), finished, work)
     b.position_at_end(work)
-    # read before each chunk: optimized code replacing quick code takes over mid-launch (redirect)
-    grid = b.inttoptr(load(b, slot(b, state, _GRID), "monotonic"), _GRID_TYPE.as_pointer())
+    # read before each chunk: optimized code replacing quick code takes over mid-launch
+    cell = b.inttoptr(load(b, slot(b, state, _GRID_CELL), "monotonic"), PTR)
+    grid = b.inttoptr(load(b, cell, "monotonic"), _GRID_TYPE.as_pointer())
+    records = b.inttoptr(load(b, slot(b, state, _RECORDS), "monotonic"), PTR)
+    record = b.inttoptr(load(b, b.gep(records, [thread], source_etype=I64), "monotonic"), PTR)
     end = b.add(first, chunk)
     last = b.select(b.icmp_unsigned("<", end, total), end, total)
     status = b.call(grid, [args, first, last, record])
     b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), failed, take)
     b.position_at_end(failed)
     store(b, 1, slot(b, state, _FAILED))
-    store(b, 1, b.gep(state, [b.add(thread, ir.Constant(I64, _STATUSES))], source_etype=I64))
+    store(b, 1, status_slot)
     b.ret(ir.Constant(I32, 1))
     b.position_at_end(finished)
     b.ret(ir.Constant(I32, 0))
@@ -212,13 +221,18 @@ def _build_module() -> ir.Module:
     b.position_at_end(quit_)
     b.ret_void()
 
-    # i32 dispatch(state, grid, args, total, chunk, workers): the job to every worker, this thread's
-    # share, then the wait; returns 1 when a program failed
+    # i32 dispatch(state, grid_cell, args, total, records, workers): the job to every worker (cut into
+    # _CHUNKS_PER_THREAD chunks per thread), this thread's share, then the wait; returns 1 when a
+    # program failed
     dispatch = ir.Function(module, ir.FunctionType(I32, [PTR, I64, I64, I64, I64, I64]), "tritium_dispatch")
-    state, grid_address, args_address, total, chunk, workers = dispatch.args
+    state, cell_address, args_address, total, records_address, workers = dispatch.args
     b = ir.IRBuilder(dispatch.append_basic_block("entry"))
-    for index, value in ((_GRID, grid_address), (_ARGS, args_address), (_TOTAL, total), (_CHUNK, chunk),
-                         (_NEXT, ir.Constant(I64, 0)), (_DONE, ir.Constant(I64, 0)), (_FAILED, ir.Constant(I64, 0))):
+    pieces = b.mul(b.add(workers, ir.Constant(I64, 1)), ir.Constant(I64, _CHUNKS_PER_THREAD))
+    share = b.udiv(total, pieces)
+    chunk = b.select(b.icmp_unsigned("==", share, ir.Constant(I64, 0)), ir.Constant(I64, 1), share)
+    for index, value in ((_GRID_CELL, cell_address), (_ARGS, args_address), (_TOTAL, total), (_CHUNK, chunk),
+                         (_RECORDS, records_address), (_NEXT, ir.Constant(I64, 0)), (_DONE, ir.Constant(I64, 0)),
+                         (_FAILED, ir.Constant(I64, 0))):
         store(b, value, slot(b, state, index))
     add(b, slot(b, state, _GENERATION), 1)
     asleep = b.icmp_unsigned("!=", load(b, slot(b, state, _SLEEPERS)), ir.Constant(I64, 0))
@@ -274,6 +288,7 @@ class Pool:
 
     def __init__(self, threads: int):
         self.threads = max(1, min(threads, MAX_THREADS))
+        self._workers = self.threads - 1
         raw = np.zeros(_SLOTS + 8, dtype=np.int64)
         start = (-raw.ctypes.data % 64) // 8
         self.state = raw[start:start + _SLOTS]
@@ -286,24 +301,23 @@ class Pool:
         for t in self._threads:
             t.start()
 
-    def run(self, grid_address: int, args_address: int, total: int, records: list) -> list:
-        """Runs programs [0, total) over the pool; ``records``: one error record address per thread.
-        Returns the indices of the threads whose program failed. The caller holds ``lock``."""
-        state = self.state
-        workers = self.threads - 1
-        for i, address in enumerate(records):
-            state[_RECORDS + i] = address
-            state[_STATUSES + i] = 0
-        chunk = max(1, total // (self.threads * 8))
-        self._dispatch(self.address, grid_address, args_address, total, chunk, workers)
-        return [i for i in range(self.threads) if state[_STATUSES + i]]
+    def run(self, grid_cell: int, args_address: int, total: int, records: int) -> bool:
+        """Runs programs [0, total) over the pool: ``grid_cell``, the address of the word that holds
+        the grid function's address; ``records``, the address of an array of one error record address
+        per thread. True when a program failed (``failed_threads`` says whose). The caller holds
+        ``lock``."""
+        return self._dispatch(self.address, grid_cell, args_address, total, records, self._workers) != 0
+
+    def failed_threads(self) -> list:
+        """The indices of the threads whose program failed in the last job."""
+        return [i for i in range(self.threads) if self.state[_STATUSES + i]]
 
     def shutdown(self) -> None:
         with self.lock:
             self.closed = True  # a launch that took this pool before it was replaced runs elsewhere
             self.state[_SHUTDOWN] = 1
-            # a job with the shutdown flag set: every worker returns
-            self._dispatch(self.address, 0, 0, 0, 1, 0)
+            # a job with the shutdown flag set: every worker returns (none counts itself done)
+            self._dispatch(self.address, 0, 0, 0, 0, 0)
         for t in self._threads:
             t.join(timeout=1.0)
 
@@ -315,28 +329,13 @@ _pool_guard = threading.Lock()
 _retired: list = []
 
 
-# (the token of the executable whose job a pool runs, that pool), None between jobs; and the lock
-# under which it changes and under which quick code is replaced by optimized code (``redirect``).
-swap_lock = threading.Lock()
-running: Optional[tuple] = None
-
-
-def running_token() -> Optional[int]:
-    return None if running is None else running[0]
-
-
-def redirect(token: int, grid_address: int) -> None:
-    """Makes the job of executable ``token``, if a pool is running it, take its remaining chunks
-    with the grid function at ``grid_address`` (the same program, optimized). The caller holds
-    ``swap_lock``. (A redirect between the launch reading the old address and the dispatch
-    publishing it is overwritten by the dispatch: that launch ends on the quick code.)"""
-    if running is not None and running[0] == token:
-        running[1].state[_GRID] = grid_address
-
-
 def pool(threads: int) -> Pool:
     """The process's pool with ``threads`` threads (made again when the count changes)."""
     global _pool
+    threads = min(threads, MAX_THREADS)
+    found = _pool
+    if found is not None and found.threads == threads:  # every launch asks: answer without the lock
+        return found
     with _pool_guard:
         if _pool is None or _pool.threads != min(threads, MAX_THREADS):
             if _pool is not None:
@@ -348,11 +347,9 @@ def pool(threads: int) -> Pool:
 
 def _forget_after_fork() -> None:
     """A forked child has none of the parent's threads: it makes its own pool when it launches."""
-    global _pool, _pool_guard, swap_lock, running
+    global _pool, _pool_guard
     _pool = None
     _pool_guard = threading.Lock()
-    swap_lock = threading.Lock()  # a parent's thread may have held it at the fork
-    running = None
 
 
 if hasattr(os, "register_at_fork"):
