@@ -17,6 +17,26 @@ from tritium.errors import OutOfBoundsError
 pytestmark = pytest.mark.skipif(not workers.available(), reason="the native pool needs Linux on x86-64 or AArch64")
 
 
+@pytest.fixture(autouse=True, params=["own threads", "torch's OpenMP threads"])
+def threads_of(request, monkeypatch):
+    """Every test twice: on the backend's own worker threads, and on the threads of torch's OpenMP
+    runtime (``workers.Team``), which launches use when torch is imported with one."""
+    sharing = request.param != "own threads"
+    if sharing:
+        torch = pytest.importorskip("torch")
+        del torch
+    monkeypatch.setenv("TRITIUM_SHARE_OPENMP", "1" if sharing else "0")
+    monkeypatch.setattr(workers, "_current", None)
+    monkeypatch.setattr(workers, "_runtime_checked_with_torch", False)
+    chosen = workers.pool(2)
+    if sharing and not isinstance(chosen, workers.Team):
+        pytest.skip("torch is not running on a GNU OpenMP runtime here")
+    assert isinstance(chosen, workers.Team if sharing else workers.Pool)
+    yield request.param
+    monkeypatch.setattr(workers, "_current", None)
+    monkeypatch.setattr(workers, "_runtime_checked_with_torch", False)
+
+
 @triton.jit
 def _count_programs(counts_ptr, x_ptr, y_ptr, n, B: tl.constexpr):
     pid = tl.program_id(0)

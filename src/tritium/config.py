@@ -81,6 +81,15 @@ def quick_compile() -> bool:
     return knobs.environ_get("TRITIUM_QUICK_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def share_openmp() -> bool:
+    """TRITIUM_SHARE_OPENMP=0: the compiled CPU backend runs a launch's programs on worker threads of
+    its own even when torch is imported with its GNU OpenMP runtime. By default it then runs them on
+    that runtime's threads, the ones torch's own ops run on (as Inductor's generated C++ does): two
+    pools of busy threads on the same cores slow each other down (torch's OpenMP threads poll for
+    milliseconds after each op). Read when the first launch with torch imported chooses the threads."""
+    return knobs.environ_get("TRITIUM_SHARE_OPENMP", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def malloc_tuning() -> bool:
     """TRITIUM_MALLOC_TUNING=0: leave glibc's malloc thresholds alone. By default the interpreter
     raises them at its first launch, so the arrays each op frees are reused instead of being

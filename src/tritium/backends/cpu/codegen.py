@@ -246,19 +246,25 @@ class Codegen:
         self.bounds: list[tuple[ir.Value, ir.Value]] = []
         self.memo: dict = {}
         b = self.b
+        # The argument block never changes during a launch: its loads are marked invariant, so that
+        # LLVM hoists them out of the grid's loop over programs instead of reading (and spilling)
+        # every argument again for each program.
+        invariant = self.module.add_metadata([])
+
+        def argument(index):
+            load = b.load(b.gep(args_block, [ir.Constant(I64, index)], source_etype=I64), typ=I64)
+            load.set_metadata("invariant.load", invariant)
+            return load
+
         slot = HEADER_SLOTS
         for i, a in enumerate(fn.args):
-            raw = b.load(b.gep(args_block, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
+            self.scalars[a.id] = self._unpack_argument(argument(slot), a.type)
             slot += 1
-            self.scalars[a.id] = self._unpack_argument(raw, a.type)
-        self.kernel_token = b.load(b.gep(args_block, [ir.Constant(I64, 3)], source_etype=I64), typ=I64)
-        self.spin_check_after = b.load(b.gep(args_block, [ir.Constant(I64, SPIN_CHECK_SLOT)], source_etype=I64),
-                                       typ=I64)
+        self.kernel_token = argument(3)
+        self.spin_check_after = argument(SPIN_CHECK_SLOT)
         for _ in self.pointer_args:
-            low = b.load(b.gep(args_block, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
-            high = b.load(b.gep(args_block, [ir.Constant(I64, slot + 1)], source_etype=I64), typ=I64)
+            self.bounds.append((argument(slot), argument(slot + 1)))
             slot += 2
-            self.bounds.append((low, high))
         self.lower_region(fn.body)
         if not b.block.is_terminated:
             b.ret(ir.Constant(I32, 0))
@@ -1145,8 +1151,10 @@ class Codegen:
         written: lazy values (which may read a slot) are staged in temporaries first; values in
         buffers other than the slots are copied directly."""
         slot_pointers = {id(slot.pointer) for slot in slots if slot is not None}
-        staged = []
-        for slot, v in zip(slots, values):
+        reads = [self._slot_reads(v, slot_pointers) if slot is not None and v.id not in self.buffers else None
+                 for slot, v in zip(slots, values)]
+        staged, in_place = [], []
+        for position, (slot, v) in enumerate(zip(slots, values)):
             if slot is None:
                 continue
             source = self.buffers.get(v.id)
@@ -1155,12 +1163,50 @@ class Codegen:
             if source is not None and id(source.pointer) not in slot_pointers:
                 staged.append((slot, source))
                 continue
+            found = reads[position]
+            if found is not None and found[1] and found[0] <= {id(slot.pointer)} and not any(
+                    other is not None and id(slot.pointer) in other[0]
+                    for i, other in enumerate(reads) if i != position):
+                # a lane of v reads only the same lane of its own slot, and no other value reads that
+                # slot: v is computed straight into it (a loop-carried accumulator, acc += x)
+                in_place.append((slot, v))
+                continue
             temp = self.new_buffer(v.type.scalar, slot.shape)
             self.fill(temp, v)
             staged.append((slot, temp))
+        for slot, v in in_place:
+            self.fill(slot, v)
         for slot, temp in staged:
             self.loop_nest(slot.shape, lambda idx, slot=slot, temp=temp: self.store_buffer(
                 slot, idx, self.load_buffer(temp, idx)))
+
+    def _slot_reads(self, v: Value, slot_pointers: set) -> Optional[tuple[set, bool]]:
+        """For a lazy block ``v`` about to be written into a carried value's buffer: (the ids of the
+        pointers of the buffers among ``slot_pointers`` it reads, whether each such read is of the
+        lane being computed: elementwise ops all the way down), or None when it reads something this
+        cannot follow (a load fused into a store's loop)."""
+        found, same_lane = set(), True
+        stack, seen = [(v, True)], set()
+        while stack:
+            u, lane = stack.pop()
+            if not isinstance(u.type, T.block_type) or (u.id, lane) in seen:
+                continue
+            seen.add((u.id, lane))
+            buffer = self.buffers.get(u.id)
+            if buffer is not None:
+                if id(buffer.pointer) in slot_pointers:
+                    found.add(id(buffer.pointer))
+                    same_lane = same_lane and lane
+                continue
+            if u.id in self.advanced:
+                stack.append((self.advanced[u.id][0], lane))
+                continue
+            op = u.owner
+            if op is None or u.id in self.deferred:
+                return None
+            keeps_lane = op.opcode in lanes.LOWER or op.opcode == "hint"
+            stack.extend((o, lane and keeps_lane) for o in op.operands)
+        return found, same_lane
 
     def lower_if(self, op: Operation) -> None:
         b = self.b

@@ -3,10 +3,9 @@
 The compiled ``tritium_grid(args, first, last, error)`` runs the programs ``[first, last)`` (linear
 ids, x fastest) and returns non-zero after the first program that fails, its error record filled.
 The launcher calls it through ctypes, which releases the GIL; a launch with enough work runs its
-programs in chunks over the native worker pool (``workers.py``: threads that wait and take work in
-native code, a few microseconds per launch), and a small one (few lanes of work in all) on the
-calling thread. Kernels whose
-programs communicate through memory (``compiler/analysis/effects.py``: atomics or loads that steer
+programs in chunks over worker threads (``workers.py``: threads that wait and take work in native
+code, a few microseconds per launch; torch's OpenMP threads when torch is imported with them), and
+a small one (few lanes of work in all) on the calling thread. Kernels whose programs communicate through memory (``compiler/analysis/effects.py``: atomics or loads that steer
 a spin wait) run in program order on one thread, as the interpreter runs them.
 """
 from __future__ import annotations

@@ -26,9 +26,13 @@ own):
 24    the next chunk (atomic)
 32    finished threads (futex word of the launching thread); 33 the launching thread sleeps;
       34 its own count of sleepers, which nothing reads
-40    a program failed; 41 workers asleep on the generation
+40    a program failed; 41 workers asleep on the generation; 42 (a ``Team``'s) omp_get_thread_num
 48+i  thread i's status (non-zero: one of its programs failed), reset by the thread at each job
 ====  ==================================================================================
+
+When torch is imported with its GNU OpenMP runtime, ``pool()`` gives a ``Team`` instead: the same
+jobs, chunks and block, run as one parallel region of that runtime on the threads torch's ops run
+on (see ``Team``; ``TRITIUM_SHARE_OPENMP=0`` keeps the threads of this module).
 
 Linux on x86-64 and AArch64 only (the futex system call, little-endian words); elsewhere
 ``available()`` is False and the launcher uses a ``concurrent.futures`` pool.
@@ -54,6 +58,7 @@ _GRID_CELL, _ARGS, _TOTAL, _CHUNK, _RECORDS = 16, 17, 18, 19, 20
 _NEXT = 24
 _DONE, _MAIN_SLEEPS = 32, 33
 _FAILED, _SLEEPERS = 40, 41
+_OMP_THREAD_NUM = 42  # a Team's: the address of its OpenMP runtime's omp_get_thread_num
 _STATUSES = 48
 _SLOTS = _STATUSES + MAX_THREADS
 # chunks per thread a job is cut into: a thread the machine slows down takes fewer
@@ -224,16 +229,19 @@ def _build_module() -> ir.Module:
     # i32 dispatch(state, grid_cell, args, total, records, workers): the job to every worker (cut into
     # _CHUNKS_PER_THREAD chunks per thread), this thread's share, then the wait; returns 1 when a
     # program failed
+    def publish(b, state, cell_address, args_address, total, records_address, threads):
+        """Writes a job's description into the shared block."""
+        share = b.udiv(total, b.mul(threads, ir.Constant(I64, _CHUNKS_PER_THREAD)))
+        chunk = b.select(b.icmp_unsigned("==", share, ir.Constant(I64, 0)), ir.Constant(I64, 1), share)
+        for index, value in ((_GRID_CELL, cell_address), (_ARGS, args_address), (_TOTAL, total), (_CHUNK, chunk),
+                             (_RECORDS, records_address), (_NEXT, ir.Constant(I64, 0)), (_DONE, ir.Constant(I64, 0)),
+                             (_FAILED, ir.Constant(I64, 0))):
+            store(b, value, slot(b, state, index))
+
     dispatch = ir.Function(module, ir.FunctionType(I32, [PTR, I64, I64, I64, I64, I64]), "tritium_dispatch")
     state, cell_address, args_address, total, records_address, workers = dispatch.args
     b = ir.IRBuilder(dispatch.append_basic_block("entry"))
-    pieces = b.mul(b.add(workers, ir.Constant(I64, 1)), ir.Constant(I64, _CHUNKS_PER_THREAD))
-    share = b.udiv(total, pieces)
-    chunk = b.select(b.icmp_unsigned("==", share, ir.Constant(I64, 0)), ir.Constant(I64, 1), share)
-    for index, value in ((_GRID_CELL, cell_address), (_ARGS, args_address), (_TOTAL, total), (_CHUNK, chunk),
-                         (_RECORDS, records_address), (_NEXT, ir.Constant(I64, 0)), (_DONE, ir.Constant(I64, 0)),
-                         (_FAILED, ir.Constant(I64, 0))):
-        store(b, value, slot(b, state, index))
+    publish(b, state, cell_address, args_address, total, records_address, b.add(workers, ir.Constant(I64, 1)))
     add(b, slot(b, state, _GENERATION), 1)
     asleep = b.icmp_unsigned("!=", load(b, slot(b, state, _SLEEPERS)), ir.Constant(I64, 0))
     with b.if_then(asleep):
@@ -258,6 +266,27 @@ def _build_module() -> ir.Module:
     failed_any = b.icmp_unsigned("!=", load(b, slot(b, state, _FAILED)), ir.Constant(I64, 0))
     b.ret(b.zext(failed_any, I32))
     del entry
+
+    # The same jobs on an OpenMP team (``Team``): void team_body(state) runs in every thread of the
+    # team, i32 team_dispatch(state, grid_cell, args, total, records, threads, GOMP_parallel) publishes
+    # the job and runs it as one parallel region (GOMP_parallel returns after the region's barrier).
+    body = ir.Function(module, ir.FunctionType(VOID, [PTR]), "tritium_team_body")
+    body.linkage = "internal"
+    b = ir.IRBuilder(body.append_basic_block("entry"))
+    thread_number = b.inttoptr(load(b, slot(b, body.args[0], _OMP_THREAD_NUM), "monotonic"),
+                               ir.FunctionType(I32, []).as_pointer())
+    b.call(run, [body.args[0], b.zext(b.call(thread_number, []), I64)])
+    b.ret_void()
+    parallel_type = ir.FunctionType(VOID, [PTR, PTR, I32, I32])
+    team = ir.Function(module, ir.FunctionType(I32, [PTR, I64, I64, I64, I64, I64, I64]), "tritium_team_dispatch")
+    state, cell_address, args_address, total, records_address, threads, parallel = team.args
+    b = ir.IRBuilder(team.append_basic_block("entry"))
+    publish(b, state, cell_address, args_address, total, records_address, threads)
+    for i in range(MAX_THREADS):  # a team may come with fewer threads than asked for: no stale statuses
+        store(b, 0, slot(b, state, _STATUSES + i))
+    b.call(b.inttoptr(parallel, parallel_type.as_pointer()), [body, state, b.trunc(threads, I32), ir.Constant(I32, 0)])
+    failed_any = b.icmp_unsigned("!=", load(b, slot(b, state, _FAILED)), ir.Constant(I64, 0))
+    b.ret(b.zext(failed_any, I32))
     return module
 
 
@@ -280,7 +309,10 @@ def _functions():
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(loaded.address("tritium_worker"))
     dispatch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                                 ctypes.c_int64, ctypes.c_int64)(loaded.address("tritium_dispatch"))
-    return loaded, worker, dispatch
+    team_dispatch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                     ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(
+        loaded.address("tritium_team_dispatch"))
+    return loaded, worker, dispatch, team_dispatch
 
 
 class Pool:
@@ -295,7 +327,7 @@ class Pool:
         self.address = self.state.ctypes.data
         self.lock = threading.Lock()
         self.closed = False  # set, under ``lock``, when the pool is shut down
-        self._loaded, worker, self._dispatch = _functions()
+        self._loaded, worker, self._dispatch, _ = _functions()
         self._threads = [threading.Thread(target=worker, args=(self.address, i), daemon=True,
                                           name=f"tritium-cpu-{i}") for i in range(1, self.threads)]
         for t in self._threads:
@@ -322,33 +354,112 @@ class Pool:
             t.join(timeout=1.0)
 
 
+class Team:
+    """The threads of the GNU OpenMP runtime that torch runs its ops on, used as a ``Pool``: a job is
+    one parallel region of ``threads`` threads (``GOMP_parallel``; the launching thread is thread 0),
+    its chunks taken from the same shared block as the pool's. Sharing torch's threads instead of
+    running a second pool next to them: a kernel launched right after a torch op ran at half speed,
+    its worker sharing a core with torch's still-polling OpenMP thread."""
+
+    def __init__(self, threads: int, parallel: int, thread_number: int):
+        self.threads = max(1, min(threads, MAX_THREADS))
+        raw = np.zeros(_SLOTS + 8, dtype=np.int64)
+        start = (-raw.ctypes.data % 64) // 8
+        self.state = raw[start:start + _SLOTS]
+        self.state[_OMP_THREAD_NUM] = thread_number
+        self.address = self.state.ctypes.data
+        self.lock = threading.Lock()
+        self.closed = False
+        self._parallel = parallel
+        self._loaded, _, _, self._dispatch = _functions()
+
+    def run(self, grid_cell: int, args_address: int, total: int, records: int) -> bool:
+        """As ``Pool.run``."""
+        return self._dispatch(self.address, grid_cell, args_address, total, records, self.threads,
+                              self._parallel) != 0
+
+    def failed_threads(self) -> list:
+        return [i for i in range(self.threads) if self.state[_STATUSES + i]]
+
+
+def _openmp_runtime() -> Optional[tuple[int, int]]:
+    """(GOMP_parallel, omp_get_thread_num) of the GNU OpenMP runtime loaded with torch (the copy in
+    torch's own folder when there are several), or None: no torch imported, no such runtime, the
+    setting off (``config.share_openmp``), or a forked child (an OpenMP runtime whose threads were
+    the parent's waits for them forever)."""
+    from ... import config
+
+    torch = sys.modules.get("torch")
+    if torch is None or _forked or not config.share_openmp():
+        return None
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libgomp" in line and "/" in line}
+    except OSError:
+        return None
+    here = os.path.dirname(getattr(torch, "__file__", "") or "")
+    ordered = sorted(paths, key=lambda path: not (here and path.startswith(here)))
+    for path in ordered:
+        try:
+            library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+            return (ctypes.cast(library.GOMP_parallel, ctypes.c_void_p).value,
+                    ctypes.cast(library.omp_get_thread_num, ctypes.c_void_p).value)
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 _pool: Optional[Pool] = None
+_current = None  # the Pool or Team the last launch ran on
+_teams: dict = {}  # thread count -> Team
+_runtime_checked_with_torch = False  # whether torch's OpenMP runtime was looked for with torch imported
+_forked = False  # this process is a fork of one that may have run OpenMP jobs
 _pool_guard = threading.Lock()
 # Pools replaced by one of another size: their shared blocks stay allocated, since a worker that has
 # not yet seen the shutdown job may still read them.
 _retired: list = []
 
 
-def pool(threads: int) -> Pool:
-    """The process's pool with ``threads`` threads (made again when the count changes)."""
-    global _pool
+def pool(threads: int):
+    """What a launch on ``threads`` threads runs on: the threads of torch's OpenMP runtime (a
+    ``Team``) when torch is imported with one, else the process's own ``Pool`` (made again when the
+    count changes)."""
     threads = min(threads, MAX_THREADS)
-    found = _pool
-    if found is not None and found.threads == threads:  # every launch asks: answer without the lock
-        return found
+    found = _current
+    if found is not None and found.threads == threads and (_runtime_checked_with_torch or "torch" not in sys.modules):
+        return found  # every launch asks: answer without the lock
+    return _choose(threads)
+
+
+def _choose(threads: int):
+    global _pool, _current, _runtime_checked_with_torch
     with _pool_guard:
-        if _pool is None or _pool.threads != min(threads, MAX_THREADS):
+        runtime = None
+        if "torch" in sys.modules:
+            runtime = _openmp_runtime()
+            _runtime_checked_with_torch = True
+        if runtime is not None:
+            team = _teams.get(threads)
+            if team is None:
+                team = _teams[threads] = Team(threads, *runtime)
+            _current = team
+            return team
+        if _pool is None or _pool.threads != threads:
             if _pool is not None:
                 _pool.shutdown()
                 _retired.append(_pool)
             _pool = Pool(threads)
+        _current = _pool
         return _pool
 
 
 def _forget_after_fork() -> None:
     """A forked child has none of the parent's threads: it makes its own pool when it launches."""
-    global _pool, _pool_guard
-    _pool = None
+    global _pool, _pool_guard, _current, _forked, _runtime_checked_with_torch
+    _pool = _current = None
+    _teams.clear()
+    _forked = True
+    _runtime_checked_with_torch = False
     _pool_guard = threading.Lock()
 
 
