@@ -176,7 +176,7 @@ class Executable:
         block = (ctypes.c_uint64 * len(slots))(*slots)
         _PRINTING[self.token] = (self, args)
         try:
-            self._run(block, total, thread_count(), config.shuffle_seed())
+            self._run(block, total, None, config.shuffle_seed())
         finally:
             _PRINTING.pop(self.token, None)
         del keepalive
@@ -225,9 +225,10 @@ class Executable:
         exec(compile("\n".join(lines) + "\n", f"<tritium cpu launcher {self.fn.name}>", "exec"), namespace)
         return namespace["launch"]
 
-    def _run(self, block, total: int, threads: int, seed: Optional[int]) -> None:
-        """Runs programs [0, total) with the argument block ``block``: on ``threads`` threads when the
-        launch has the work for them, one at a time in an order drawn from ``seed`` when given."""
+    def _run(self, block, total: int, threads: Optional[int], seed: Optional[int]) -> None:
+        """Runs programs [0, total) with the argument block ``block``: on ``threads`` threads (None:
+        ``thread_count()``, read only for a launch with the work for several) when the launch has the
+        work for them, one at a time in an order drawn from ``seed`` when given."""
         self.launches += 1
         if self._deferred and (self.launches > 1 or total >= self._big_from):
             from . import tiers
@@ -241,7 +242,9 @@ class Executable:
                 if self._grid(address, p, p + 1, record.ctypes.data):
                     self._raise(record, block)
             return
-        if threads == 1 or total < self._pool_from:
+        if total >= self._pool_from and threads is None:
+            threads = thread_count()
+        if total < self._pool_from or threads == 1:
             self._run_serially(address, total, block)
         elif _NATIVE_POOL:
             self._run_on_workers(address, total, threads, block)
