@@ -358,8 +358,8 @@ class Team:
     """The threads of the GNU OpenMP runtime that torch runs its ops on, used as a ``Pool``: a job is
     one parallel region of ``threads`` threads (``GOMP_parallel``; the launching thread is thread 0),
     its chunks taken from the same shared block as the pool's. Sharing torch's threads instead of
-    running a second pool next to them: a kernel launched right after a torch op ran at half speed,
-    its worker sharing a core with torch's still-polling OpenMP thread."""
+    running a second pool next to them: a kernel launched right after a torch op ran at up to half
+    speed, its worker sharing a core with torch's still-polling OpenMP thread."""
 
     def __init__(self, threads: int, parallel: int, thread_number: int):
         self.threads = max(1, min(threads, MAX_THREADS))
