@@ -532,6 +532,34 @@ def test_config_pre_hook_runs_before_the_real_launch():
 
 
 # warmup and compiled kernels ------------------------------------------------------------------------
+@triton.jit
+def _ticket_kernel(counter_ptr, out_ptr):
+    tl.store(out_ptr + tl.program_id(0), tl.atomic_add(counter_ptr, 1))
+
+
+def test_the_run_protocol_follows_a_change_of_the_launch_settings(monkeypatch):
+    """The run protocol keeps a plan per kernel; a setting the backend's direct launcher reads when
+    made (here TRITIUM_SHUFFLE: programs in a seeded random order) changed between two steps is
+    followed by the next step."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.delenv("TRITIUM_SHUFFLE", raising=False)
+    counter, out = torch.zeros(1, dtype=torch.int32), torch.full((64,), -1, dtype=torch.int32)
+    kernel = _ticket_kernel.warmup(counter, out, grid=(64,))
+    kernel._init_handles()
+
+    def step():
+        counter.zero_()
+        kernel.run(64, 1, 1, 0, kernel.function, kernel.metadata, None, None, None, counter, out)
+        return out.tolist()
+
+    assert step() == list(range(64)), "programs in order"
+    monkeypatch.setenv("TRITIUM_SHUFFLE", "7")
+    shuffled = step()
+    assert sorted(shuffled) == list(range(64)) and shuffled != list(range(64)), "programs in a shuffled order"
+    monkeypatch.delenv("TRITIUM_SHUFFLE")
+    assert step() == list(range(64))
+
+
 def test_the_run_protocol_launches_with_every_parameter_or_the_run_time_ones(monkeypatch):
     """``compiled.run(grid_0, grid_1, grid_2, stream, function, metadata, launch_metadata, enter, exit,
     *args)`` as torch's Inductor calls it each step: straight to the backend's direct launcher, and
@@ -548,7 +576,8 @@ def test_the_run_protocol_launches_with_every_parameter_or_the_run_time_ones(mon
 
     run(x, out, 100, 128)  # every parameter, constexprs included
     np.testing.assert_allclose(out.numpy(), x.double().sum(1).numpy(), rtol=1e-5)
-    assert len(kernel._protocol_plans[4][0]) == 3 and kernel._protocol_plans[4][1] is not None
+    (plan,) = [plan for key, plan in kernel._protocol_plans.items() if key[0] == 4]
+    assert len(plan[0]) == 3 and plan[1] is not None
     out.fill_(0)
     run(x, out, 100)  # or only the run-time ones
     np.testing.assert_allclose(out.numpy(), x.double().sum(1).numpy(), rtol=1e-5)

@@ -229,9 +229,11 @@ def launch_protocol(kernel, grid3: tuple, args: tuple):
     settings = config.launch_settings()
     if not settings.debug and not settings.validate:  # hooks and @jit(debug=True): launch_directly's call
         plans = kernel.__dict__.setdefault("_protocol_plans", {})
-        plan = plans.get(len(args), False)
+        # a direct launcher may read settings when made (the CPU backend's thread count and shuffle seed)
+        key = (len(args), settings.shuffle_seed, settings.num_threads_text)
+        plan = plans.get(key, False)
         if plan is False:
-            plan = plans[len(args)] = _protocol_plan(kernel, len(args))
+            plan = plans[key] = _protocol_plan(kernel, len(args))
         if plan is not None:
             positions, direct, devices = plan
             values = {}
@@ -239,8 +241,8 @@ def launch_protocol(kernel, grid3: tuple, args: tuple):
             for position, name, element in positions:
                 value = args[position]
                 if element is not None:
-                    if torch is None or not isinstance(value, torch.Tensor) or value.device.type not in devices \
-                            or _element_type(value.dtype) != element:
+                    if torch is None or not isinstance(value, torch.Tensor) or _element_type(value.dtype) != element \
+                            or ("cpu" if value.is_cpu else "cuda" if value.is_cuda else value.device.type) not in devices:
                         break  # a check the generic path makes: let it make it
                 values[name] = value
             else:
