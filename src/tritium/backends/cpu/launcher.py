@@ -5,8 +5,9 @@ ids, x fastest) and returns non-zero after the first program that fails, its err
 The launcher calls it through ctypes, which releases the GIL; a launch with enough work runs its
 programs in chunks over worker threads (``workers.py``: threads that wait and take work in native
 code, a few microseconds per launch; torch's OpenMP threads when torch is imported with them), and
-a small one (few lanes of work in all) on the calling thread. Kernels whose programs communicate through memory (``compiler/analysis/effects.py``: atomics or loads that steer
-a spin wait) run in program order on one thread, as the interpreter runs them.
+a small one (few lanes of work in all) on the calling thread. Kernels whose programs communicate
+through memory (``compiler/analysis/effects.py``: atomics or loads that steer a spin wait) run in
+program order on one thread, as the interpreter runs them.
 """
 from __future__ import annotations
 
@@ -189,8 +190,9 @@ class Executable:
 
         Generated per kernel, one statement per parameter: a launch after a kernel that streamed
         megabytes finds this code and its data out of the caches, and there each Python call and
-        attribute read costs microseconds (a copy of 16 MB on two threads ran 12% slower launched
-        through the loop this replaces). The thread count, the shuffle seed and the spin-check
+        attribute read costs microseconds (a 16 MB copy on two threads, back to back: 0.74 ms
+        through the loop this replaces, 0.70 ms through this, 0.66-0.69 ms for the native dispatch
+        called directly). The thread count, the shuffle seed and the spin-check
         setting are read here, once: a launcher is made per fast-path key, which holds the launch
         settings, so a change of them makes a new one."""
         if any(op.opcode == "print" for op in self.fn.walk()):
