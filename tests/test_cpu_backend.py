@@ -786,3 +786,62 @@ def test_a_failed_full_compilation_keeps_the_quick_code_with_a_warning(monkeypat
     assert np.array_equal(y, 3 * x)
     other = triton.jit(_row_softmax.fn)[(1,)](np.ones(8, np.float32), np.zeros(8, np.float32), B=8).executable
     assert registry.get("cpu").wait_for_optimized_code(timeout=120) and not other.quick
+
+
+# blocks carried by loops, and the grid loop's program ids ----------------------------------------------
+@triton.jit
+def _carried_blocks(x_ptr, out_ptr, n_iter, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r)
+    acc = tl.zeros((B,), tl.float32)  # reads only its own lane: updated in place
+    shadow = tl.zeros((B,), tl.float32)  # reads acc as the iteration found it
+    a = x
+    b = x * 0.5  # a, b = b, a + b: each reads the other
+    rev = x  # reads the other lanes of its own block
+    for i in range(n_iter):
+        shadow = acc * 2.0 + shadow
+        acc = acc + x
+        a, b = b, a + b
+        rev = tl.flip(rev, 0) + 1.0
+    tl.store(out_ptr + r, acc)
+    tl.store(out_ptr + B + r, shadow)
+    tl.store(out_ptr + 2 * B + r, a)
+    tl.store(out_ptr + 3 * B + r, b)
+    tl.store(out_ptr + 4 * B + r, rev)
+
+
+def test_blocks_carried_by_a_loop_read_the_values_the_iteration_began_with(backend):
+    """Every value a loop iteration yields is computed from the carried values as the iteration found
+    them, whether it is written into its carried block in place (an accumulator) or not (a value
+    another yield reads, values that swap, a block that reads other lanes of itself): numpy oracle."""
+    B, n_iter = 64, 5
+    x = np.random.default_rng(11).standard_normal(B).astype(np.float32)
+    out = np.zeros(5 * B, np.float32)
+    _carried_blocks[(1,)](x, out, n_iter, B=B)
+    acc, shadow, a, b, rev = np.zeros(B, np.float32), np.zeros(B, np.float32), x, x * np.float32(0.5), x
+    for _ in range(n_iter):
+        shadow, acc = acc * np.float32(2.0) + shadow, acc + x
+        a, b = b, a + b
+        rev = rev[::-1] + np.float32(1.0)
+    for name, got, want in zip(("acc", "shadow", "a", "b", "rev"), out.reshape(5, B), (acc, shadow, a, b, rev)):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@triton.jit
+def _program_ids(out_ptr, B: tl.constexpr):
+    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    linear = (z * tl.num_programs(1) + y) * tl.num_programs(0) + x
+    r = tl.arange(0, B)
+    tl.store(out_ptr + linear * B + r, x * 10000 + y * 100 + z + r * 0)
+
+
+def test_each_program_of_a_three_dimensional_grid_gets_its_ids_on_worker_threads(backend, monkeypatch):
+    """A grid split in chunks over 2 threads (555 programs: chunks of 34 start inside an x row and
+    cross y and z): each program runs once with its own (x, y, z)."""
+    monkeypatch.setenv("TRITIUM_NUM_THREADS", "2")
+    gx, gy, gz, B = 37, 5, 3, 256  # 142k lanes of work: the worker threads' share
+    out = np.full(gx * gy * gz * B, -1, np.int32)
+    _program_ids[(gx, gy, gz)](out, B=B)
+    z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+    want = np.repeat((x * 10000 + y * 100 + z).reshape(-1), B).astype(np.int32)
+    np.testing.assert_array_equal(out, want)

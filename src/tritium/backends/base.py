@@ -109,6 +109,16 @@ def check_options(options: Options) -> None:
         raise LaunchError(f"maxnreg must be a positive integer or None, got {options.maxnreg!r}")
 
 
+def byte_range(shape, strides, itemsize: int) -> tuple[int, int]:
+    """(low, high): the bytes an array of ``shape`` with ``strides`` (in bytes) spans, from its first
+    element's address; (0, 0) when it has no element."""
+    if 0 in shape:
+        return 0, 0
+    low = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
+    high = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + itemsize
+    return low, high
+
+
 class Buffer(Protocol):
     """What a backend is given for a pointer argument: the memory facts of one tensor.
 

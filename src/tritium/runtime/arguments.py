@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from ..backends.base import byte_range
 from ..compiler.ir import types as T
 from ..errors import LaunchError
 
@@ -55,14 +56,10 @@ def _torch_dtype(torch_dtype) -> tuple[T.dtype, int]:
 
 def _torch_view(value) -> TensorView:
     dtype, itemsize = _torch_dtype(value.dtype)
-    numel = value.numel()
-    if numel == 0:
-        low, high = 0, 0
-    elif value.is_contiguous():
-        low, high = 0, numel * itemsize
+    if value.is_contiguous():
+        low, high = 0, value.numel() * itemsize
     else:
-        low = sum(min(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize
-        high = sum(max(0, (s - 1) * st) for s, st in zip(value.shape, value.stride())) * itemsize + itemsize
+        low, high = byte_range(value.shape, [st * itemsize for st in value.stride()], itemsize)
     return TensorView(dtype, value.data_ptr(), low, high, value.device.type, value)
 
 
@@ -72,12 +69,7 @@ def _numpy_view(value) -> TensorView:
     if name not in _NUMPY_DTYPE_NAMES:
         raise LaunchError(f"numpy dtype {array.dtype} is not supported by tritium")
     dtype = T.dtype(_NUMPY_DTYPE_NAMES[name])
-    itemsize = array.itemsize
-    if array.size == 0:
-        low, high = 0, 0
-    else:
-        low = sum(min(0, (s - 1) * st) for s, st in zip(array.shape, array.strides))
-        high = sum(max(0, (s - 1) * st) for s, st in zip(array.shape, array.strides)) + itemsize
+    low, high = byte_range(array.shape, array.strides, array.itemsize)
     address = array.__array_interface__["data"][0]
     return TensorView(dtype, address, low, high, "cpu", array)
 
@@ -100,11 +92,7 @@ def _cuda_interface_view(value) -> TensorView:
         for extent in reversed(shape):
             strides.insert(0, step)
             step *= extent
-    if 0 in shape:
-        low, high = 0, 0
-    else:
-        low = sum(min(0, (s - 1) * st) for s, st in zip(shape, strides))
-        high = sum(max(0, (s - 1) * st) for s, st in zip(shape, strides)) + itemsize
+    low, high = byte_range(shape, strides, itemsize)
     dtype = T.dtype(_NUMPY_DTYPE_NAMES[numpy_dtype.name])
     return TensorView(dtype, int(interface["data"][0]), low, high, "cuda", value)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
-from ..base import KernelArgument
+from ..base import KernelArgument, byte_range
 from .. import reports
 from ..llvm.types import parameter_plan, scalar_bits
 from . import codegen, workers
@@ -65,11 +65,8 @@ def _tune_malloc() -> None:
 
 def _strided_bounds(tensor, address: int) -> tuple[int, int]:
     """The byte range [low, high) a strided torch tensor at ``address`` spans."""
-    if tensor.numel() == 0:
-        return address, address
     size = tensor.element_size()
-    low = sum(min(0, (n - 1) * st) for n, st in zip(tensor.shape, tensor.stride())) * size
-    high = sum(max(0, (n - 1) * st) for n, st in zip(tensor.shape, tensor.stride())) * size + size
+    low, high = byte_range(tensor.shape, [st * size for st in tensor.stride()], size)
     return address + low, address + high
 
 

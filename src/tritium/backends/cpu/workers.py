@@ -315,18 +315,30 @@ def _functions():
     return loaded, worker, dispatch, team_dispatch
 
 
-class Pool:
-    """``threads - 1`` workers waiting in native code; the launching thread is thread 0."""
+class _Threads:
+    """What a launch runs its chunks on: ``threads`` threads sharing one block (64-byte aligned, the
+    layout above), ``lock`` held by the launch that uses them, ``closed`` once they are gone."""
 
     def __init__(self, threads: int):
         self.threads = max(1, min(threads, MAX_THREADS))
-        self._workers = self.threads - 1
         raw = np.zeros(_SLOTS + 8, dtype=np.int64)
         start = (-raw.ctypes.data % 64) // 8
         self.state = raw[start:start + _SLOTS]
         self.address = self.state.ctypes.data
         self.lock = threading.Lock()
-        self.closed = False  # set, under ``lock``, when the pool is shut down
+        self.closed = False  # set, under ``lock``, when the threads are gone
+
+    def failed_threads(self) -> list:
+        """The indices of the threads whose program failed in the last job."""
+        return [i for i in range(self.threads) if self.state[_STATUSES + i]]
+
+
+class Pool(_Threads):
+    """``threads - 1`` workers waiting in native code; the launching thread is thread 0."""
+
+    def __init__(self, threads: int):
+        super().__init__(threads)
+        self._workers = self.threads - 1
         self._loaded, worker, self._dispatch, _ = _functions()
         self._threads = [threading.Thread(target=worker, args=(self.address, i), daemon=True,
                                           name=f"tritium-cpu-{i}") for i in range(1, self.threads)]
@@ -340,10 +352,6 @@ class Pool:
         ``lock``."""
         return self._dispatch(self.address, grid_cell, args_address, total, records, self._workers) != 0
 
-    def failed_threads(self) -> list:
-        """The indices of the threads whose program failed in the last job."""
-        return [i for i in range(self.threads) if self.state[_STATUSES + i]]
-
     def shutdown(self) -> None:
         with self.lock:
             self.closed = True  # a launch that took this pool before it was replaced runs elsewhere
@@ -354,7 +362,7 @@ class Pool:
             t.join(timeout=1.0)
 
 
-class Team:
+class Team(_Threads):
     """The threads of the GNU OpenMP runtime that torch runs its ops on, used as a ``Pool``: a job is
     one parallel region of ``threads`` threads (``GOMP_parallel``; the launching thread is thread 0),
     its chunks taken from the same shared block as the pool's. Sharing torch's threads instead of
@@ -362,14 +370,8 @@ class Team:
     speed, its worker sharing a core with torch's still-polling OpenMP thread."""
 
     def __init__(self, threads: int, parallel: int, thread_number: int):
-        self.threads = max(1, min(threads, MAX_THREADS))
-        raw = np.zeros(_SLOTS + 8, dtype=np.int64)
-        start = (-raw.ctypes.data % 64) // 8
-        self.state = raw[start:start + _SLOTS]
+        super().__init__(threads)
         self.state[_OMP_THREAD_NUM] = thread_number
-        self.address = self.state.ctypes.data
-        self.lock = threading.Lock()
-        self.closed = False
         self._parallel = parallel
         self._loaded, _, _, self._dispatch = _functions()
 
@@ -377,9 +379,6 @@ class Team:
         """As ``Pool.run``."""
         return self._dispatch(self.address, grid_cell, args_address, total, records, self.threads,
                               self._parallel) != 0
-
-    def failed_threads(self) -> list:
-        return [i for i in range(self.threads) if self.state[_STATUSES + i]]
 
 
 def _openmp_runtime() -> Optional[tuple[int, int]]:
