@@ -845,3 +845,61 @@ def test_each_program_of_a_three_dimensional_grid_gets_its_ids_on_worker_threads
     z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
     want = np.repeat((x * 10000 + y * 100 + z).reshape(-1), B).astype(np.int32)
     np.testing.assert_array_equal(out, want)
+
+
+# rows read where they lie in memory --------------------------------------------------------------------
+@triton.jit
+def _mirror_rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    col = tl.arange(0, BLOCK)
+    valid = col < n
+    x = tl.load(x_ptr + row * n + col, mask=valid, other=0.0)  # a row read by every lane of the store
+    tl.store(y_ptr + row * n + col, x + tl.flip(x, 0) * 0.5 + tl.max(x, axis=0), mask=valid)
+
+
+@triton.jit
+def _mirror_in_place(x_ptr, BLOCK: tl.constexpr):
+    col = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + col)
+    tl.store(x_ptr + col, x + tl.flip(x, 0) * 0.5 + tl.max(x, axis=0))
+
+
+def _mirrored(rows: np.ndarray, block: int) -> np.ndarray:
+    padded = np.zeros((rows.shape[0], block), np.float32)
+    padded[:, :rows.shape[1]] = rows
+    want = padded + padded[:, ::-1] * np.float32(0.5) + padded.max(axis=1, keepdims=True)
+    return want[:, :rows.shape[1]]
+
+
+@pytest.mark.parametrize("n", [256, 200])
+def test_a_row_read_where_it_lies_is_the_row_as_it_was_before_the_store(backend, n):
+    """A loaded row of consecutive elements from a tensor the kernel never writes is read where it
+    lies (no copy) when every lane is active: each program still sees its row as loaded (numpy
+    oracle), full rows and rows with a masked tail, over many programs."""
+    rows = np.random.default_rng(5).standard_normal((64, n)).astype(np.float32)
+    x = rows.copy()
+    y = np.zeros_like(x)
+    _mirror_rows[(64,)](x, y, n, BLOCK=256)
+    np.testing.assert_array_equal(y, _mirrored(rows, 256))
+    np.testing.assert_array_equal(x, rows)
+
+
+@pytest.mark.parametrize("shift", [0, 3, -5])
+def test_a_row_read_where_it_lies_is_copied_when_the_output_overlaps_it(backend, shift):
+    """Two arguments that are views of one array (the output `shift` elements after the input; 0:
+    the same array): the store writes lanes that later lanes of the row still read, so the row is
+    read as it was before the store only if it was copied first (checked at run time)."""
+    n = 256
+    memory = np.random.default_rng(6).standard_normal(n + 16).astype(np.float32)
+    row = memory[8:8 + n].copy()
+    _mirror_rows[(1,)](memory[8:8 + n], memory[8 + shift:8 + shift + n], n, BLOCK=n)
+    np.testing.assert_array_equal(memory[8 + shift:8 + shift + n], _mirrored(row[None], n)[0])
+
+
+def test_a_row_of_a_tensor_the_kernel_writes_is_copied_before_it_is_read(backend):
+    """The kernel stores into the tensor it loads the row from (one argument): the row is copied."""
+    n = 256
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float32)
+    row = x.copy()
+    _mirror_in_place[(1,)](x, BLOCK=n)
+    np.testing.assert_array_equal(x, _mirrored(row[None], n)[0])

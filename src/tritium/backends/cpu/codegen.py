@@ -28,6 +28,7 @@ from typing import Optional
 
 import llvmlite.ir as ir
 
+from ...compiler.analysis.accesses import argument_accesses
 from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.analysis.masks import classify_mask
 from ...compiler.analysis.provenance import pointer_provenance
@@ -121,6 +122,11 @@ class Codegen:
         self._find_fusable_loads(fn.body)
         self.packed_loads: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds (dot.py)
         self._find_packed_loads(fn.body)
+        # positions of the pointer arguments some store or atomic may write (every one of them when
+        # a write cannot be traced to one), and of those none does
+        _, writes = argument_accesses(fn)
+        self.written = [i for i, arg in enumerate(self.pointer_args) if arg in writes]
+        self.unwritten = frozenset(range(len(self.pointer_args))) - frozenset(self.written)
 
     # analysis ------------------------------------------------------------------------------------
     def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
@@ -918,6 +924,9 @@ class Codegen:
 
             stored_type = form[0]
             convert = lambda x: dot.pack(b, x, dtype, *form)  # noqa: E731
+        if form is None and self._reads_in_place(op):
+            self._load_in_place(op, every)
+            return
         buffer = self.new_buffer(stored_type, _shape(result.type))
         if mask is not None:  # lanes left inactive read `other` (0 without it)
             fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
@@ -929,6 +938,50 @@ class Codegen:
         self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
             buffer, idx, convert(self._read(address, dtype, volatile))))
         self.buffers[result.id] = buffer
+
+    def _reads_in_place(self, op: Operation) -> bool:
+        """Whether the block load ``op`` may be read where it lies instead of copied into a buffer:
+        one row of consecutive addresses (its lanes in the buffer's order), from a tensor that no
+        store or atomic of the kernel writes (``self.unwritten``: so no program of the launch can
+        change it while the value is live), not volatile, not a bool (held as i1)."""
+        pointer = op.operand("pointer")
+        shape = _shape(pointer.type)
+        dtype = op.results[0].type.scalar
+        return (len(shape) == 1 and self._run_length(pointer) == shape[0] and not op.attrs.get("volatile", False)
+                and not dtype.is_bool() and self.provenance.get(pointer.id) in self.unwritten)
+
+    def _load_in_place(self, op: Operation, every) -> None:
+        """The loaded block's buffer is the tensor's memory itself when every lane is active and the
+        tensor shares no byte with one the kernel writes (two arguments may be views of one tensor:
+        compared at run time, once per launch after LLVM hoists it); else a buffer filled as
+        ``lower_load`` does. A row kernel (softmax, layer norm) then reads its row where it lies
+        instead of copying 4 KB before reading it again."""
+        b = self.b
+        pointer, mask, other = op.operand("pointer"), op.operand("mask"), op.operand("other")
+        result = op.results[0]
+        dtype = result.type.scalar
+        shape = _shape(result.type)
+        low, high = self.bounds[self.provenance[pointer.id]]
+        apart = b.load(every) if every is not None else ir.Constant(I1, 1)
+        for w in self.written:
+            w_low, w_high = self.bounds[w]
+            apart = b.and_(apart, b.or_(b.icmp_unsigned("<=", w_high, low), b.icmp_unsigned("<=", high, w_low)))
+        where = self.value_at(pointer, (ir.Constant(I64, 0),))
+        if isinstance(apart, ir.Constant):
+            self.buffers[result.id] = Buffer(where, dtype, shape, row_major_strides(shape))
+            return
+        copy = self.new_buffer(dtype, shape)
+        fill = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
+
+        def read_into_copy():
+            if mask is not None:
+                self.loop_nest(shape, lambda idx: self.store_buffer(copy, idx, fill(idx)))
+            self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
+                copy, idx, self._read(address, dtype)))
+
+        with self.cold(mask is None or self._is_box(mask)):
+            self.if_then(b.not_(apart), read_into_copy)
+        self.buffers[result.id] = Buffer(b.select(apart, where, copy.pointer), dtype, shape, row_major_strides(shape))
 
     def _defer_load(self, op: Operation) -> None:
         """A load read by one store chain: checked now, read lane by lane inside the store's loop."""
