@@ -39,7 +39,7 @@ def _result(op):
     return op.results[0].type.scalar
 
 
-def _intrinsic(b: ir.IRBuilder, name: str, ret, values):
+def intrinsic(b: ir.IRBuilder, name: str, ret, values):
     fn = b.module.globals.get(name)
     if fn is None:
         fn = ir.Function(b.module, ir.FunctionType(ret, [v.type for v in values]), name)
@@ -135,7 +135,7 @@ def lower_floordiv(b, op, args):
     ty = _result(op)
     x, y = args
     if ty.is_floating():  # not emitted by the frontend; floor of the quotient as Python's //
-        return float_binary(b, ty, args, lambda p, q: _intrinsic(b, f"llvm.floor.{_fsuffix(p.type)}", p.type,
+        return float_binary(b, ty, args, lambda p, q: intrinsic(b, f"llvm.floor.{_fsuffix(p.type)}", p.type,
                                                                  [b.fdiv(p, q)]))
     safe, by_zero, _ = _division_guards(b, ty, x, y)
     signed = ty.is_int_signed() and not ty.is_bool()
@@ -241,7 +241,7 @@ def lower_abs(b, op, args):
     if ty.is_floating():
         if is_narrow_float(ty):
             return b.and_(x, ir.Constant(x.type, (1 << (x.type.width - 1)) - 1))
-        return _intrinsic(b, f"llvm.fabs.{_fsuffix(x.type)}", x.type, [x])
+        return intrinsic(b, f"llvm.fabs.{_fsuffix(x.type)}", x.type, [x])
     if ty.is_int_unsigned() or ty.is_bool():
         return x
     return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
@@ -252,9 +252,9 @@ def lower_fma(b, op, args):
     ty = _result(op)
     if is_narrow_float(ty):  # in fp64: the product of two narrow values is exact, one rounding to fp32
         wide = [b.fpext(casts.widen_to_f32(b, a, ty), F64) for a in args]
-        exact = _intrinsic(b, "llvm.fma.f64", F64, wide)
+        exact = intrinsic(b, "llvm.fma.f64", F64, wide)
         return casts.narrow_from_f32(b, casts.f64_to_f32_round_to_odd(b, exact), ty)
-    return _intrinsic(b, f"llvm.fma.{_fsuffix(args[0].type)}", args[0].type, args)
+    return intrinsic(b, f"llvm.fma.{_fsuffix(args[0].type)}", args[0].type, args)
 
 
 _PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -325,12 +325,12 @@ def math_call(b, name: str, args, dtype):
 
     wide = [casts.to_arithmetic(b, a, dtype) for a in args]
     if name in ("sqrt", "sqrt_rn"):
-        result = _intrinsic(b, f"llvm.sqrt.{_fsuffix(wide[0].type)}", wide[0].type, wide)
+        result = intrinsic(b, f"llvm.sqrt.{_fsuffix(wide[0].type)}", wide[0].type, wide)
     elif name in ("floor", "ceil", "trunc", "rint", "fabs"):
-        intrinsic = {"rint": "roundeven"}.get(name, name)
-        result = _intrinsic(b, f"llvm.{intrinsic}.{_fsuffix(wide[0].type)}", wide[0].type, wide)
+        llvm_name = {"rint": "roundeven"}.get(name, name)
+        result = intrinsic(b, f"llvm.{llvm_name}.{_fsuffix(wide[0].type)}", wide[0].type, wide)
     elif name == "rsqrt":
-        root = _intrinsic(b, f"llvm.sqrt.{_fsuffix(wide[0].type)}", wide[0].type, wide)
+        root = intrinsic(b, f"llvm.sqrt.{_fsuffix(wide[0].type)}", wide[0].type, wide)
         result = b.fdiv(ir.Constant(wide[0].type, 1.0), root)
     else:
         if name not in math.FUNCTIONS or wide[0].type.intrinsic_name[1:] not in map(str, math.FUNCTIONS[name]):
