@@ -903,3 +903,17 @@ def test_a_row_of_a_tensor_the_kernel_writes_is_copied_before_it_is_read(backend
     row = x.copy()
     _mirror_in_place[(1,)](x, BLOCK=n)
     np.testing.assert_array_equal(x, _mirrored(row[None], n)[0])
+
+
+def test_with_checks_compiled_out_a_row_reaching_a_written_tensor_is_still_copied(monkeypatch):
+    """Without bounds checks a row may stray past its own view (the caller's mistake); the overlap
+    test compares the bytes the row reads, not its view's, so a row that reaches into the output is
+    still read as it was before the store."""
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    monkeypatch.setenv("TRITIUM_BOUNDS_CHECKS", "0")
+    n = 256
+    memory = np.arange(n + 44, dtype=np.float32)
+    row = memory[:n].copy()
+    mirror = triton.jit(_mirror_rows.fn)  # compiled afresh: the setting is read when a kernel first compiles
+    mirror[(1,)](memory[0:1], memory[8:8 + n], n, BLOCK=n)  # x: a one-element view; the row reads 256
+    np.testing.assert_array_equal(memory[8:8 + n], _mirrored(row[None], n)[0])

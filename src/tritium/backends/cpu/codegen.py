@@ -956,8 +956,8 @@ class Codegen:
 
     def _load_in_place(self, op: Operation, every) -> None:
         """The loaded block's buffer is the tensor's memory itself when every lane is active and the
-        tensor shares no byte with one the kernel writes (two arguments may be views of one tensor:
-        compared at run time, once per launch after LLVM hoists it); else a buffer filled as
+        row's bytes are outside every tensor the kernel writes (two arguments may be views of one
+        array: compared at run time, a few instructions per program); else a buffer filled as
         ``lower_load`` does. A row kernel (softmax, layer norm) then reads its row where it lies
         instead of copying 4 KB before reading it again."""
         b = self.b
@@ -965,12 +965,15 @@ class Codegen:
         result = op.results[0]
         dtype = result.type.scalar
         shape = _shape(result.type)
-        low, high = self.bounds[self.provenance[pointer.id]]
+        where = self.value_at(pointer, (ir.Constant(I64, 0),))
+        # the bytes the row reads (not its tensor's: with the checks compiled out a stray row is
+        # still copied when a write may reach it)
+        low = b.ptrtoint(where, I64)
+        high = b.add(low, ir.Constant(I64, shape[0] * item_size(dtype)))
         apart = b.load(every) if every is not None else ir.Constant(I1, 1)
         for w in self.written:
             w_low, w_high = self.bounds[w]
             apart = b.and_(apart, b.or_(b.icmp_unsigned("<=", w_high, low), b.icmp_unsigned("<=", high, w_low)))
-        where = self.value_at(pointer, (ir.Constant(I64, 0),))
         # The row's lines asked for at once: its first reader (a reduction's tree) takes eight
         # strides through the row, which from DRAM keeps fewer lines in flight than a copy did.
         row_bytes = min(shape[0] * item_size(dtype), PREFETCH_BYTES)
