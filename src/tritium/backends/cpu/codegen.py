@@ -127,10 +127,9 @@ class Codegen:
         self.packed_loads: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds (dot.py)
         self._find_packed_loads(fn.body)
         # positions of the pointer arguments some store or atomic may write (every one of them when
-        # a write cannot be traced to one), and of those none does
+        # a write cannot be traced to one)
         _, writes = argument_accesses(fn)
-        self.written = [i for i, arg in enumerate(self.pointer_args) if arg in writes]
-        self.unwritten = frozenset(range(len(self.pointer_args))) - frozenset(self.written)
+        self.written = tuple(i for i, arg in enumerate(self.pointer_args) if arg in writes)
 
     # analysis ------------------------------------------------------------------------------------
     def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
@@ -932,7 +931,18 @@ class Codegen:
             self._load_in_place(op, every)
             return
         buffer = self.new_buffer(stored_type, _shape(result.type))
-        if mask is not None:  # lanes left inactive read `other` (0 without it)
+        self._read_into(buffer, op, every, convert)
+        self.buffers[result.id] = buffer
+
+    def _read_into(self, buffer: Buffer, op: Operation, every, convert=lambda x: x) -> None:
+        """Fills ``buffer`` with the block load ``op`` (checked, ``every`` its all-lanes-active
+        flag): the lanes its mask leaves inactive read ``other`` (0 without it), the others memory,
+        each lane through ``convert``."""
+        b = self.b
+        pointer, mask, other = op.operand("pointer"), op.operand("mask"), op.operand("other")
+        dtype = op.results[0].type.scalar
+        volatile = op.attrs.get("volatile", False)
+        if mask is not None:
             fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
             b_every = b.load(every)
             with self.cold(self._is_box(mask)):
@@ -941,18 +951,18 @@ class Codegen:
         self._element_type = memory_type(dtype)
         self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
             buffer, idx, convert(self._read(address, dtype, volatile))))
-        self.buffers[result.id] = buffer
 
     def _reads_in_place(self, op: Operation) -> bool:
         """Whether the block load ``op`` may be read where it lies instead of copied into a buffer:
         one row of consecutive addresses (its lanes in the buffer's order), from a tensor that no
-        store or atomic of the kernel writes (``self.unwritten``: so no program of the launch can
+        store or atomic of the kernel writes (not in ``self.written``: so no program of the launch can
         change it while the value is live), not volatile, not a bool (held as i1)."""
         pointer = op.operand("pointer")
         shape = _shape(pointer.type)
         dtype = op.results[0].type.scalar
+        source = self.provenance.get(pointer.id)
         return (len(shape) == 1 and self._run_length(pointer) == shape[0] and not op.attrs.get("volatile", False)
-                and not dtype.is_bool() and self.provenance.get(pointer.id) in self.unwritten)
+                and not dtype.is_bool() and source is not None and source >= 0 and source not in self.written)
 
     def _load_in_place(self, op: Operation, every) -> None:
         """The loaded block's buffer is the tensor's memory itself when every lane is active and the
@@ -961,7 +971,7 @@ class Codegen:
         ``lower_load`` does. A row kernel (softmax, layer norm) then reads its row where it lies
         instead of copying 4 KB before reading it again."""
         b = self.b
-        pointer, mask, other = op.operand("pointer"), op.operand("mask"), op.operand("other")
+        pointer = op.operand("pointer")
         result = op.results[0]
         dtype = result.type.scalar
         shape = _shape(result.type)
@@ -984,16 +994,9 @@ class Codegen:
             self.buffers[result.id] = Buffer(where, dtype, shape, row_major_strides(shape))
             return
         copy = self.new_buffer(dtype, shape)
-        fill = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
-
-        def read_into_copy():
-            if mask is not None:
-                self.loop_nest(shape, lambda idx: self.store_buffer(copy, idx, fill(idx)))
-            self.access_nest(pointer, every, mask, lambda idx, address, masked: self.store_buffer(
-                copy, idx, self._read(address, dtype)))
-
+        mask = op.operand("mask")
         with self.cold(mask is None or self._is_box(mask)):
-            self.if_then(b.not_(apart), read_into_copy)
+            self.if_then(b.not_(apart), lambda: self._read_into(copy, op, every))
         self.buffers[result.id] = Buffer(b.select(apart, where, copy.pointer), dtype, shape, row_major_strides(shape))
 
     def _defer_load(self, op: Operation) -> None:
