@@ -80,6 +80,19 @@ def _shape(ty) -> tuple[int, ...]:
 PREFETCH_BYTES = 16384
 
 
+# The weights of a branch whose outcome is all but certain (a masked tail, a failed check): they
+# keep the rare side's loops from looking as hot as the common side's to LLVM's register allocator
+# and code placement (else constants of a scalar tail loop stay in registers through the vector
+# loop, at the price of register copies on every iteration).
+_LIKELY, _UNLIKELY = 2000, 1
+
+
+def expect(branch, outcome: bool):
+    """Marks the conditional ``branch`` as almost always taking its ``outcome`` side."""
+    branch.set_weights([_LIKELY, _UNLIKELY] if outcome else [_UNLIKELY, _LIKELY])
+    return branch
+
+
 def row_major_strides(shape) -> tuple[int, ...]:
     strides, step = [], 1
     for n in reversed(shape):
@@ -323,7 +336,7 @@ class Codegen:
             pid.append(phi)
         narrow = [b.trunc(v, I32) for v in pid] + [b.trunc(v, I32) for v in dims]
         status = b.call(program, [args_block, *narrow, error])
-        b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, latch)
+        expect(b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, latch), False)
         b.position_at_end(latch)
         following = b.add(linear, ir.Constant(I64, 1))
         linear.add_incoming(following, latch)
@@ -662,12 +675,15 @@ class Codegen:
             b.store(value, b.gep(self.error, [ir.Constant(I64, n)], source_etype=I64))
         b.ret(ir.Constant(I32, 1))
 
-    def if_then(self, condition, emit) -> None:
-        """Runs ``emit()`` only where ``condition`` (an i1) holds; the builder continues after."""
+    def if_then(self, condition, emit, rare: Optional[bool] = None) -> None:
+        """Runs ``emit()`` only where ``condition`` (an i1) holds; the builder continues after.
+        ``rare``: the condition seldom holds (default: when called inside ``cold``)."""
         b = self.b
         then = self.function.append_basic_block("then")
         after = self.function.append_basic_block("after")
-        b.cbranch(condition, then, after)
+        branch = b.cbranch(condition, then, after)
+        if rare or (rare is None and self._cold):
+            expect(branch, False)
         b.position_at_end(then)
         saved = dict(self.memo)
         emit()
@@ -872,7 +888,7 @@ class Codegen:
         full = self.function.append_basic_block("full")
         partial = self.function.append_basic_block("partial")
         after = self.function.append_basic_block("accessed")
-        b.cbranch(b.load(every), full, partial)
+        expect(b.cbranch(b.load(every), full, partial), True)
         for block, masked in ((full, False), (partial, True)):
             b.position_at_end(block)
             saved = dict(self.memo)
@@ -1081,14 +1097,14 @@ class Codegen:
         one_pass = self.function.append_basic_block("store_fused")
         staged = self.function.append_basic_block("store_staged")
         done = self.function.append_basic_block("stored")
-        b.cbranch(apart, one_pass, staged)
+        expect(b.cbranch(apart, one_pass, staged), True)
         # one pass: unmasked when the store and every load are fully active
         b.position_at_end(one_pass)
         self._element_type = memory_type(pointer.type.scalar.element_ty)
         saved = dict(self.memo)
         unmasked = self.function.append_basic_block("store_unmasked")
         masked = self.function.append_basic_block("store_masked")
-        b.cbranch(every_all, unmasked, masked)
+        expect(b.cbranch(every_all, unmasked, masked), True)
         b.position_at_end(unmasked)
         self.unmasked_reads = True
         self.access_nest(pointer, None, None, write)
