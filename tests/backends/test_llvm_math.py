@@ -380,7 +380,8 @@ def test_fp32_loops_are_vectorized_and_call_nothing(name):
     assert not re.search(r"^\s*call", asm, re.MULTILINE), f"{name}: the loop calls a function"
 
 
-SCALED = ("exp", "exp2", "exp10", "erf", "sigmoid", "tanh")  # the functions that scale by 2^k
+# the functions that scale by 2^k with ldexp (erf adds k to the exponent bits: its results are normal)
+SCALED = ("exp", "exp2", "exp10", "sigmoid", "tanh")
 
 
 @pytest.mark.parametrize("name", SCALED)
