@@ -776,6 +776,28 @@ def expr_kernel(p0, p1, p2, p3, out_ptr, n, BLOCK: tl.constexpr):
 _module_counter = itertools.count()
 
 
+@triton.jit
+def _multiply_add(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * tl.load(y_ptr + offs) + tl.load(z_ptr + offs))
+
+
+def test_fp_fusion_decides_one_or_two_roundings(backend):
+    """-1.25 * 9500294 + 0.5: the product rounds (to even) to -11875368 and the sum rounds back
+    to it; one fma rounds the exact -11875367 once. enable_fp_fusion=False gives numpy's two
+    roundings on every backend; by default the GPU backend contracts, as Triton does, and the host
+    backends never do."""
+    x, y, z = (np.full(16, v, np.float32) for v in (-1.25, 9500294.0, 0.5))
+    two_roundings = x * y + z
+    one_rounding = (x.astype(np.float64) * y + z).astype(np.float32)
+    assert two_roundings[0] == -11875368.0 and one_rounding[0] == -11875367.0
+    out = np.zeros(16, np.float32)
+    _multiply_add[(1,)](x, y, z, out, BLOCK=16, enable_fp_fusion=False)
+    assert_bits_equal(out, two_roundings, "enable_fp_fusion=False")
+    _multiply_add[(1,)](x, y, z, out, BLOCK=16)
+    assert_bits_equal(out, one_rounding if backend == "cuda" else two_roundings, "enable_fp_fusion default")
+
+
 def load_expression_kernel(directory, expr: str):
     path = directory / f"expr_kernel_{next(_module_counter)}.py"
     path.write_text(textwrap.dedent(_KERNEL_TEMPLATE).format(expr=expr))
