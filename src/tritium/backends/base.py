@@ -66,13 +66,18 @@ class Options:
 
 
 def source_digest(folder) -> str:
-    """A digest of the Python sources of a backend's folder and of ``backends/llvm/`` (the code that
-    decides what it generates), so compiled kernels cached on disk never outlive a change to them."""
+    """A digest of the Python sources that decide what a backend generates: its folder,
+    ``backends/llvm/``, the analyses and the IR (``compiler/analysis``, ``compiler/ir``: an analysis
+    may change the code generated for the same IR text) and ``numerics/``, so compiled kernels cached
+    on disk never outlive a change to them."""
     import hashlib
     import pathlib
 
     here = pathlib.Path(folder).resolve()
-    files = sorted(here.glob("*.py")) + sorted((here.parent / "llvm").glob("*.py"))
+    package = here.parent.parent
+    folders = (here, here.parent / "llvm", package / "compiler" / "analysis", package / "compiler" / "ir",
+               package / "numerics")
+    files = [path for folder_ in folders for path in sorted(folder_.glob("*.py"))]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode())
