@@ -72,8 +72,8 @@ hypot           1    all pairs (sampled; fp64 internally); measured 0
 
 Throughput (benchmarks/math_ulp.py, typical arguments in cache, 2-core AVX-512 machine, loops built
 as the CPU backend builds them: 16 fp32 lanes, results scaled by 2^k with ``vscalefps``): exp 2.5
-Gelem/s (1.2x numpy's), log 0.73x, sin 0.83x, sigmoid 2.0x numpy's 1 / (1 + exp(-x)); erf 1.15
-Gelem/s (numpy has no fp32 erf).
+Gelem/s (1.2x numpy's), log 0.73x, sin 0.83x, sigmoid 2.0x numpy's 1 / (1 + exp(-x)); erf 1.6-1.8
+Gelem/s (numpy has no fp32 erf; 1.46 before its e^L was built for its range, in the same runs).
 """
 from __future__ import annotations
 
