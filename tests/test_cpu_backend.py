@@ -346,6 +346,48 @@ def test_an_out_of_bounds_load_names_the_line_program_lane_and_offset_and_writes
     assert str(on_the_interpreter.value).splitlines()[0] == message.splitlines()[0], "the interpreter's words"
 
 
+@triton.jit
+def _scaled_softmax_rows(x_ptr, w_ptr, y_ptr, n_cols, w_cols, BLOCK: tl.constexpr):
+    """Rows narrower than the block, as a softmax over a hidden size of 768 writes them: the mask
+    leaves the same last lanes out in every program, and those lanes' exp sees -inf."""
+    row = tl.program_id(0).to(tl.int64) * n_cols
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row + cols, mask=cols < n_cols, other=-float("inf"))
+    w = tl.load(w_ptr + cols, mask=cols < w_cols, other=0.0)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row + cols, e / tl.sum(e, axis=0) * w, mask=cols < n_cols)
+
+
+def test_rows_narrower_than_their_block_match_the_interpreter_and_numpy():
+    rows, cols = 24, 300
+    x = np.random.default_rng(11).standard_normal((rows, cols)).astype(np.float32)
+    w = np.random.default_rng(12).standard_normal(cols).astype(np.float32)
+    reference, compiled = _both(_scaled_softmax_rows, (rows,), lambda: [x.copy(), w.copy(), np.full((rows, cols), 7.0,
+                                                                        np.float32), cols, cols], BLOCK=512)
+    _assert_same_bits(reference, compiled)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(compiled[2], e / e.sum(axis=1, keepdims=True) * w, rtol=1e-5, atol=1e-7)
+
+
+def test_a_mask_wider_than_its_tensor_is_caught_at_its_first_bad_lane(monkeypatch):
+    """The last lanes of a narrow row are outside their tensor in every program; only the active
+    ones are checked (by the first and the last active lane): a mask one lane too wide fails at
+    that lane, with the count of bad lanes, on both backends alike."""
+    rows, cols = 4, 300
+    x = np.random.default_rng(13).standard_normal((rows, cols)).astype(np.float32)
+    y = np.full((rows, cols), 7.0, np.float32)
+    messages = []
+    for name in ("cpu", "interpreter"):
+        monkeypatch.setenv("TRITIUM_BACKEND", name)
+        _scaled_softmax_rows[(rows,)](x, np.ones(cols, np.float32), y, cols, cols, BLOCK=512)  # in bounds
+        with pytest.raises(OutOfBoundsError) as info:
+            _scaled_softmax_rows[(rows,)](x, np.ones(cols - 3, np.float32), y, cols, cols, BLOCK=512)
+        assert info.value.offset == cols - 3 and info.value.tensor == "w_ptr" and info.value.program_id == (0, 0, 0)
+        messages.append(str(info.value).splitlines()[0])
+    assert "; 3 lanes of this program are out of bounds" in messages[0]
+    assert messages[0] == messages[1], "the interpreter's words"
+
+
 def test_repeated_launches_through_the_direct_launcher_are_still_bounds_checked(monkeypatch):
     """Repeated launches with torch tensors take the direct launcher (no generic argument checks):
     the bounds it passes are each launch's own, so a tensor too small is still caught."""
