@@ -483,9 +483,13 @@ _EXP_RANGE = {"e": (-104.0, 89.0), "2": (-151.0, 129.0), "10": (-46.0, 39.0)}
 
 
 def _exp_f32(o: _Ops, x, mode: str):
+    """b^x. Below the range (-inf included: a masked lane's usual ``other``) the result is 0,
+    selected: computed, it would be an underflow, which x86 finishes in a microcode assist (about
+    20 cycles per element instead of 1.4); the core gets 0 there instead."""
     lo, hi = _EXP_RANGE[mode]
-    y = _exp_f32_core(o, o.clamp(x, lo, hi), mode)
-    return _fix(o, y, (o.isnan(x), x))
+    under = o.lt(x, lo)
+    y = _exp_f32_core(o, o.min(o.sel(under, 0.0, x), hi), mode)
+    return _fix(o, y, (o.isnan(x), x), (under, 0.0))
 
 
 @_register("exp", 32)
