@@ -33,6 +33,7 @@ from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.analysis.masks import classify_mask
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
+from ...compiler.ir.spec import PURE, SPEC
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ..llvm import atomics
 from ..llvm import combine as combining
@@ -120,6 +121,7 @@ class Codegen:
         self._cold = 0  # inside code that rarely runs (Codegen.cold)
         self._loop_options: dict = {}
         self._boxes: dict = {}  # mask value id -> its MaskInfo when it is a box mask, else None
+        self._everywhere: dict = {}  # value id -> the same in every program and loop iteration
         self.module = ir.Module(name=fn.name)
         if hardware_ldexp:
             math.use_hardware_ldexp(self.module)
@@ -911,7 +913,7 @@ class Codegen:
                 else:
                     address = self.value_at(pointer, idx)
                 if masked:
-                    self.if_then(self.value_at(mask, idx), lambda: body(idx, address, True))
+                    self.if_then(self.value_at(mask, idx), lambda: body(idx, address, True), rare=False)
                 else:
                     body(idx, address, False)
 
@@ -923,22 +925,43 @@ class Codegen:
         full = self.function.append_basic_block("full")
         partial = self.function.append_basic_block("partial")
         after = self.function.append_basic_block("accessed")
-        expect(b.cbranch(b.load(every), full, partial), True)
+        branch = b.cbranch(b.load(every), full, partial)
+        if self._is_tail(mask):
+            expect(branch, True)
         for block, masked in ((full, False), (partial, True)):
             b.position_at_end(block)
             saved = dict(self.memo)
-            with self.cold(masked and self._is_box(mask)):
+            with self.cold(masked and self._is_tail(mask)):
                 emit(masked)
             self.memo = saved
             b.branch(after)
         b.position_at_end(after)
 
-    def _all_boxes(self, masks) -> bool:
-        return all(m is None or self._is_box(m) for m in masks)
+    def _all_tails(self, masks) -> bool:
+        return all(m is None or self._is_tail(m) for m in masks)
 
-    def _is_box(self, mask: Value) -> bool:
-        """True when ``mask`` is a box (a tail): a block whose mask is not full is then rare."""
-        return self._box(mask) is not None
+    def _is_tail(self, mask: Value) -> bool:
+        """True when ``mask`` is a box that leaves lanes out only at the edge of the launch or of a
+        loop (``offs < n`` with ``offs`` from the program id): a block whose mask is not full is then
+        rare. A box with a bound whose index is the same in every program and loop iteration
+        (``cols < n_cols`` over a row) is partial in every block or in none: where it is partial (a
+        row width that is not the block size) its masked path is the common one."""
+        box = self._box(mask)
+        return box is not None and not any(self._same_everywhere(bound.index) for bound in box.bounds)
+
+    def _same_everywhere(self, value: Value) -> bool:
+        """Whether ``value`` is computed by pure operations from constants, aranges and the kernel's
+        arguments only: the same in every program and every loop iteration."""
+        known = self._everywhere.get(value.id)
+        if known is None:
+            op = value.owner
+            if op is None:
+                known = any(value is argument for argument in self.fn.args)
+            else:
+                known = (op.opcode != "program_id" and PURE in SPEC[op.opcode].traits
+                         and all(self._same_everywhere(operand) for operand in op.operands))
+            self._everywhere[value.id] = known
+        return known
 
     def _box(self, mask: Value):
         """``mask`` as a box (``classify_mask``) whose comparisons are all known, else None; worked
@@ -996,7 +1019,7 @@ class Codegen:
         if mask is not None:
             fill_value = (lambda idx: self.value_at(other, idx)) if other is not None else (lambda idx: constant(dtype, 0))
             b_every = b.load(every)
-            with self.cold(self._is_box(mask)):
+            with self.cold(self._is_tail(mask)):
                 self.if_then(b.not_(b_every), lambda: self.loop_nest(buffer.shape, lambda idx: self.store_buffer(
                     buffer, idx, convert(fill_value(idx)))))
         self._element_type = memory_type(dtype)
@@ -1046,7 +1069,7 @@ class Codegen:
             return
         copy = self.new_buffer(dtype, shape)
         mask = op.operand("mask")
-        with self.cold(mask is None or self._is_box(mask)):
+        with self.cold(mask is None or self._is_tail(mask)):
             self.if_then(b.not_(apart), lambda: self._read_into(copy, op, every))
         self.buffers[result.id] = Buffer(b.select(apart, where, copy.pointer), dtype, shape, row_major_strides(shape))
 
@@ -1069,7 +1092,7 @@ class Codegen:
             return self._read(address, dtype)
         slot = self.scalar_slot(register_type(dtype))
         b.store(self.value_at(other, idx) if other is not None else constant(dtype, 0), slot)
-        self.if_then(self.value_at(mask, idx), lambda: b.store(self._read(address, dtype), slot))
+        self.if_then(self.value_at(mask, idx), lambda: b.store(self._read(address, dtype), slot), rare=False)
         return b.load(slot)
 
     def _read(self, address, dtype, volatile=False):
@@ -1132,6 +1155,8 @@ class Codegen:
         one_pass = self.function.append_basic_block("store_fused")
         staged = self.function.append_basic_block("store_staged")
         done = self.function.append_basic_block("stored")
+        # (staged is the common path of a kernel called in place, its output a view of an input:
+        # the weights then mislead LLVM's layout, never the results)
         expect(b.cbranch(apart, one_pass, staged), True)
         # one pass: unmasked when the store and every load are fully active
         b.position_at_end(one_pass)
@@ -1139,7 +1164,10 @@ class Codegen:
         saved = dict(self.memo)
         unmasked = self.function.append_basic_block("store_unmasked")
         masked = self.function.append_basic_block("store_masked")
-        expect(b.cbranch(every_all, unmasked, masked), True)
+        masks = [mask] + [self.deferred[v.id][0].operand("mask") for v in fused]
+        branch = b.cbranch(every_all, unmasked, masked)
+        if self._all_tails(masks):
+            expect(branch, True)
         b.position_at_end(unmasked)
         self.unmasked_reads = True
         self.access_nest(pointer, None, None, write)
@@ -1147,7 +1175,7 @@ class Codegen:
         self.memo = dict(saved)
         b.branch(done)
         b.position_at_end(masked)
-        with self.cold(self._all_boxes([mask] + [self.deferred[v.id][0].operand("mask") for v in fused])):
+        with self.cold(self._all_tails(masks)):
             self.access_nest(pointer, every, mask, write)
         self.memo = dict(saved)
         b.branch(done)
@@ -1195,7 +1223,7 @@ class Codegen:
             if mask is None:
                 run()
             else:
-                self.if_then(self.value_at(mask, idx), run)
+                self.if_then(self.value_at(mask, idx), run, rare=False)
 
         self.loop_nest(shape, lane)
         if buffer is not None:
