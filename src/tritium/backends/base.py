@@ -66,17 +66,18 @@ class Options:
 
 
 def source_digest(folder) -> str:
-    """A digest of the Python sources that decide what a backend generates: its folder,
-    ``backends/llvm/``, the analyses and the IR (``compiler/analysis``, ``compiler/ir``: an analysis
-    may change the code generated for the same IR text) and ``numerics/``, so compiled kernels cached
-    on disk never outlive a change to them."""
+    """A digest of the Python sources that decide what a backend generates: its folder, the
+    backends' shared modules (``backends/*.py``: the error records' layout, for one), ``backends/llvm/``,
+    the analyses and the IR (``compiler/analysis``, ``compiler/ir``: an analysis may change the code
+    generated for the same IR text) and ``numerics/``, so compiled kernels cached on disk never
+    outlive a change to them."""
     import hashlib
     import pathlib
 
     here = pathlib.Path(folder).resolve()
     package = here.parent.parent
-    folders = (here, here.parent / "llvm", package / "compiler" / "analysis", package / "compiler" / "ir",
-               package / "numerics")
+    folders = (here, here.parent, here.parent / "llvm", package / "compiler" / "analysis",
+               package / "compiler" / "ir", package / "numerics")
     files = [path for folder_ in folders for path in sorted(folder_.glob("*.py"))]
     digest = hashlib.sha256()
     for path in files:

@@ -697,7 +697,8 @@ _SHIFTER = 12582912.0  # 1.5 * 2^23: u + 1.5 * 2^23 rounds u to an integer, kept
 
 
 def _exp_of_log_erfc(o: _Ops, t):
-    """e^t for t in [-20, 0] (erf's L(|x|) lies in [-17.2, -1.5]), the cheap way that range allows.
+    """e^t for t in [-20, 0.01], the cheap way that range allows: erf's L(min(|x|, 3.93)) lies in
+    [-17.42, -1.53] where it is used, in [-1.53, 1.7e-4] for |x| < 0.875 (the branch discarded).
 
     k = rint(t log2 e) is read off the mantissa of t log2 e + 1.5 * 2^23, and 2^k is added to the
     exponent of e^r as an integer (the result is normal: no clamps, no ldexp). One-constant
