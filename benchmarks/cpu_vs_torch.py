@@ -251,6 +251,13 @@ def _library_cases(bench, kernels, torch) -> dict:
                                                                          torch.randn(cols)],
                                  ops.layer_norm, lambda x, w, b: F.layer_norm(x, (cols,), w, b), 1e-3,
                                  "gradients summed over 4096 rows in fp32", backward=True),
+        # rows narrower than their block (768 under 1024): the masked path in every program
+        "softmax_768": op_case(f"{rows}x768 fp32", lambda: [torch.randn(rows, 768) * 2], ops.softmax,
+                               lambda x: torch.softmax(x, -1), 1e-6, "y in [0, 1]: a few fp32 ulps"),
+        "layernorm_768": op_case(f"{rows}x768 fp32", lambda: [torch.randn(rows, 768), torch.randn(768),
+                                                              torch.randn(768)],
+                                 ops.layer_norm, lambda x, w, b: F.layer_norm(x, (768,), w, b), 1e-5,
+                                 "|y| <~ 20: a few fp32 ulps"),
         # Tiles chosen for a CPU, as a Triton user tunes them per device: 128x128x128 spends a smaller
         # share of the time loading tiles than 64x64x32 (2048^3: 0.67-0.70 of torch's BLAS vs 0.50).
         "matmul_1024": tiled(1024, (128, 128, 128)),
