@@ -787,19 +787,21 @@ class Codegen:
             # addresses bound all of theirs: when both are inside the tensor (one byte range) and
             # aligned, so is every active lane (same alignment: they are size bytes apart). A loop
             # of minimum and maximum, which LLVM vectorizes, instead of a check per lane.
-            first_slot, last_slot = self.scalar_slot(I64), self.scalar_slot(I64)
-            b.store(ir.Constant(I64, run), first_slot)
-            b.store(ir.Constant(I64, -1), last_slot)
+            # (lane numbers as i32: 16 to a vector register, not 8)
+            first_slot, last_slot = self.scalar_slot(I32), self.scalar_slot(I32)
+            b.store(ir.Constant(I32, run), first_slot)
+            b.store(ir.Constant(I32, -1), last_slot)
 
             def lane(j):
                 active = self.value_at(mask, idx[:-1] + (b.add(idx[-1], j),))
-                low, high = b.select(active, j, ir.Constant(I64, run)), b.select(active, j, ir.Constant(I64, -1))
+                j32 = b.trunc(j, I32)
+                low, high = b.select(active, j32, ir.Constant(I32, run)), b.select(active, j32, ir.Constant(I32, -1))
                 first, last = b.load(first_slot), b.load(last_slot)  # min and max reductions
                 b.store(b.select(b.icmp_signed("<", low, first), low, first), first_slot)
                 b.store(b.select(b.icmp_signed(">", high, last), high, last), last_slot)
 
             self.counted_loop(run, lane)
-            first, last = b.load(first_slot), b.load(last_slot)
+            first, last = b.sext(b.load(first_slot), I64), b.sext(b.load(last_slot), I64)
             some = b.icmp_signed(">=", last, ir.Constant(I64, 0))
             ends_inside = ir.Constant(I1, 1)
             for j in (b.select(some, first, ir.Constant(I64, 0)), b.select(some, last, ir.Constant(I64, 0))):
