@@ -403,3 +403,23 @@ def test_the_cuda_options_take_triton_s_launch_pdl_and_the_host_backends_refuse_
     assert registry.get("cuda").parse_options({}).launch_pdl is False
     with pytest.raises(LaunchError, match="has no launch option 'launch_pdl'"):
         registry.get("cpu").parse_options({"launch_pdl": True})
+
+
+def test_the_disk_cache_version_follows_every_source_that_shapes_generated_code(tmp_path):
+    """A backend's cache version (base.source_digest) changes with its own sources, the backends'
+    shared modules, the LLVM lowering, the analyses, the IR and the numerics: any of them can change
+    the code generated for the same IR text. (The frontend changes the IR text, which the key holds.)"""
+    from tritium.backends.base import source_digest
+
+    shaping = ("backends/cpu", "backends", "backends/llvm", "compiler/analysis", "compiler/ir", "numerics")
+    for folder in shaping + ("compiler",):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "part.py").write_text("x = 1\n")
+    backend = tmp_path / "backends" / "cpu"
+    before = source_digest(backend)
+    for folder in shaping:
+        (tmp_path / folder / "part.py").write_text("x = 2\n")
+        assert source_digest(backend) != before, folder
+        (tmp_path / folder / "part.py").write_text("x = 1\n")
+    (tmp_path / "compiler" / "part.py").write_text("x = 2\n")
+    assert source_digest(backend) == before

@@ -388,6 +388,31 @@ def test_a_mask_wider_than_its_tensor_is_caught_at_its_first_bad_lane(monkeypatc
     assert messages[0] == messages[1], "the interpreter's words"
 
 
+@triton.jit
+def _copy_from_behind(x_ptr, y_ptr, shift, start, BLOCK: tl.constexpr):
+    """Lanes from ``start`` on read ``shift`` elements behind themselves: the run's first lanes lie
+    before the tensor, and only the mask keeps them out."""
+    cols = tl.arange(0, BLOCK)
+    active = cols >= start
+    tl.store(y_ptr + cols, tl.load(x_ptr + cols - shift, mask=active, other=0.0), mask=active)
+
+
+def test_a_run_starting_before_its_tensor_is_checked_at_its_first_active_lane(monkeypatch):
+    x = np.arange(1, 65, dtype=np.float32)
+    messages = []
+    for name in ("cpu", "interpreter"):
+        monkeypatch.setenv("TRITIUM_BACKEND", name)
+        y = np.full(64, -1.0, np.float32)
+        _copy_from_behind[(1,)](x, y, 3, 3, BLOCK=64)  # lanes 3.. read x[0..60]: in bounds
+        np.testing.assert_array_equal(y, np.concatenate([np.full(3, -1.0, np.float32), x[:61]]))
+        with pytest.raises(OutOfBoundsError) as info:
+            _copy_from_behind[(1,)](x, y, 3, 1, BLOCK=64)  # lanes 1 and 2 read offsets -2 and -1
+        assert info.value.offset == -2 and info.value.tensor == "x_ptr"
+        messages.append(str(info.value).splitlines()[0])
+    assert "; 2 lanes of this program are out of bounds" in messages[0]
+    assert messages[0] == messages[1], "the interpreter's words"
+
+
 def test_repeated_launches_through_the_direct_launcher_are_still_bounds_checked(monkeypatch):
     """Repeated launches with torch tensors take the direct launcher (no generic argument checks):
     the bounds it passes are each launch's own, so a tensor too small is still caught."""

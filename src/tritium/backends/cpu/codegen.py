@@ -720,8 +720,7 @@ class Codegen:
         """i1: the access of ``size`` bytes at ``address`` (i64) lies inside the tensor the pointer
         came from (any pointer argument when that is not known) and is aligned."""
         b = self.b
-        source = self.provenance.get(pointer_value.id)
-        ranges = [self.bounds[source]] if source is not None and source >= 0 else self.bounds
+        ranges = [self.bounds[self.provenance[pointer_value.id]]] if self._one_tensor(pointer_value) else self.bounds
         inside = ir.Constant(I1, 0)
         for low, high in ranges:
             ok = b.and_(b.icmp_unsigned(">=", address, low),
@@ -757,6 +756,10 @@ class Codegen:
             wrong = b.not_(self._in_bounds(pointer, address, size))
             return b.and_(wrong, self.value_at(mask, idx)) if mask is not None else wrong
 
+        def in_run(idx, j):
+            """The index of lane ``j`` of the run that starts at ``idx``."""
+            return idx[:-1] + (b.add(idx[-1], j),)
+
         def run_is_inside(idx):
             first = b.ptrtoint(self.value_at(pointer, idx), I64)
             last = b.add(first, ir.Constant(I64, (run - 1) * size))
@@ -775,8 +778,7 @@ class Codegen:
         def lanes_of_outside_run(idx):
             def lanes_of_run():
                 def lane(j):
-                    at = idx[:-1] + (b.add(idx[-1], j),)
-                    b.store(b.or_(b.load(bad), lane_is_bad(at)), bad)
+                    b.store(b.or_(b.load(bad), lane_is_bad(in_run(idx, j))), bad)
 
                 self.counted_loop(run, lane)
 
@@ -793,7 +795,7 @@ class Codegen:
             b.store(ir.Constant(I32, -1), last_slot)
 
             def lane(j):
-                active = self.value_at(mask, idx[:-1] + (b.add(idx[-1], j),))
+                active = self.value_at(mask, in_run(idx, j))
                 j32 = b.trunc(j, I32)
                 low, high = b.select(active, j32, ir.Constant(I32, run)), b.select(active, j32, ir.Constant(I32, -1))
                 first, last = b.load(first_slot), b.load(last_slot)  # min and max reductions
@@ -805,7 +807,7 @@ class Codegen:
             some = b.icmp_signed(">=", last, ir.Constant(I64, 0))
             ends_inside = ir.Constant(I1, 1)
             for j in (b.select(some, first, ir.Constant(I64, 0)), b.select(some, last, ir.Constant(I64, 0))):
-                address = b.ptrtoint(self.value_at(pointer, idx[:-1] + (b.add(idx[-1], j),)), I64)
+                address = b.ptrtoint(self.value_at(pointer, in_run(idx, j)), I64)
                 ends_inside = b.and_(ends_inside, self._in_bounds(pointer, address, size))
             b.store(b.or_(b.load(bad), b.and_(some, b.not_(ends_inside))), bad)
 
@@ -1036,9 +1038,8 @@ class Codegen:
         pointer = op.operand("pointer")
         shape = _shape(pointer.type)
         dtype = op.results[0].type.scalar
-        source = self.provenance.get(pointer.id)
         return (len(shape) == 1 and self._run_length(pointer) == shape[0] and not op.attrs.get("volatile", False)
-                and not dtype.is_bool() and source is not None and source >= 0 and source not in self.written)
+                and not dtype.is_bool() and self._one_tensor(pointer) and self.provenance[pointer.id] not in self.written)
 
     def _load_in_place(self, op: Operation, every) -> None:
         """The loaded block's buffer is the tensor's memory itself when every lane is active and the

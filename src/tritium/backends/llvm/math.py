@@ -453,6 +453,12 @@ _LG2_HI, _LG2_LO = _split(0.3010299956639811952137389)  # log10(2)
 _LOG2_10 = 3.3219280948873623479
 
 
+def _exp_of_reduced(o: _Ops, r):
+    """e^r for |r| <= ln2/2 (+0.05%) as 1 + (r + r^2 Q(r)): the small part first, one rounding
+    when 1 is added."""
+    return o.add(o.fma(o.mul(r, r), _horner(o, r, _EXP_Q), r), 1.0)
+
+
 def _exp_f32_core(o: _Ops, x, mode: str = "e"):
     """b^x for fp32 x clamped to the range where the result is not trivially 0 or inf.
 
@@ -473,8 +479,7 @@ def _exp_f32_core(o: _Ops, x, mode: str = "e"):
         k = o.rint(o.mul(x, _LOG2E))
         r = o.fma(k, -_LN2_HI, x)
         r = o.fma(k, -_LN2_LO, r)
-        # 1 + (r + r^2 Q): the small part first, one rounding when 1 is added
-        p = o.add(o.fma(o.mul(r, r), _horner(o, r, _EXP_Q), r), 1.0)
+        p = _exp_of_reduced(o, r)
     return _ldexp(o, p, o.to_int(k))
 
 
@@ -708,7 +713,7 @@ def _exp_of_log_erfc(o: _Ops, t):
     shifted = o.fma(t, _LOG2E, _SHIFTER)
     k = o.sub(shifted, _SHIFTER)  # exact
     r = o.fma(k, -_LN2_HI, t)
-    p = o.add(o.fma(o.mul(r, r), _horner(o, r, _EXP_Q), r), 1.0)
+    p = _exp_of_reduced(o, r)
     # the low bits of as_int(shifted) are k (two's complement): shifted by 23 they are k << 23
     return o.as_float(o.iadd(o.as_int(p), o.shl(o.as_int(shifted), o.mant)))
 
