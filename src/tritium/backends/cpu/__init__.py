@@ -15,9 +15,8 @@ from typing import Mapping, Optional, Union
 from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir.ops import Function
-from ...compiler.ir.spec import SPEC
-from ...errors import NotLoweredError, TritonError, internal_error
 from ..base import Backend, GPUTarget, Options, largest_block, source_digest
+from ..llvm.lowering import lower_kernel, lowered_opcodes
 from . import codegen
 
 NAME = "cpu"
@@ -73,10 +72,7 @@ class CPUBackend(Backend):
         return None
 
     def lowered_opcodes(self) -> frozenset[str]:
-        from ..llvm import scalar
-
-        handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
-        return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC))
+        return lowered_opcodes(codegen.Codegen)
 
     def declines(self, fn: Function) -> bool:
         """Kernels whose programs wait on each other (a lock, a ticket, a spin wait: the effects
@@ -101,19 +97,7 @@ class CPUBackend(Backend):
         triple, _, _ = jit.host_cpu()
         generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
                                     hardware_ldexp=jit.wide_vectors())
-        try:
-            module = generator.build()
-        except (codegen.UnsupportedOp, NotImplementedError) as error:
-            op = getattr(generator, "current", None)
-            raise NotLoweredError(getattr(op, "loc", None),
-                                   f"the cpu backend cannot compile {error} in kernel '{fn.name}' yet",
-                                   "run it on the interpreter: TRITIUM_BACKEND=interpreter") from None
-        except TritonError:
-            raise
-        except Exception as error:  # not the kernel's mistake: ours
-            op = getattr(generator, "current", None)
-            raise internal_error(error, kernel=fn.name, loc=getattr(op, "loc", None),
-                                 opcode=getattr(op, "opcode", ""), where="the cpu backend") from error
+        module = lower_kernel(generator, "cpu", "run it on the interpreter: TRITIUM_BACKEND=interpreter")
         llir = str(module)
         from . import launcher
 

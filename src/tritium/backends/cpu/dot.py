@@ -15,7 +15,7 @@ import llvmlite.ir as ir
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I32, I64
-from .codegen import row_major_strides
+from .values import row_major_strides
 
 
 def lower_dot(cg, op) -> None:
