@@ -148,15 +148,36 @@ class KernelArgument(NamedTuple):
     value: Any
 
 
-class Executable(Protocol):
-    """A compiled kernel a backend can launch. ``asm`` holds each stage's output by stage name."""
+class Executable:
+    """A compiled kernel a backend can launch; each backend's executable derives from this class.
+    ``asm`` holds each stage's output by stage name. The members with a body here are optional: a
+    backend overrides those it offers, and the runtime asks for every one of them (never probing)."""
 
     asm: dict
+    # Bytes of shared memory a launch of it takes (a GPU backend's own figure; None: none is used).
+    shared_bytes: Optional[int] = None
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[KernelArgument], stream: Any = None, *,
                debug: bool = False) -> None:
         """Runs every program of ``grid`` (three positive dimensions) on ``args``. ``debug``: the
         launch's debug mode (the runtime resolves launch, ``@jit`` and environment settings)."""
+        raise NotImplementedError
+
+    def direct_launcher(self, arg_names: list) -> Optional[Any]:
+        """A function ``launch(grid3, values)`` that launches on the argument values in ``arg_names``
+        order without building ``KernelArgument`` records (the warm launch path), or None when this
+        executable has none: the runtime then calls ``launch``."""
+        return None
+
+    def load(self) -> Optional[Any]:
+        """Loads the code onto the current device; the loaded kernel (``handle``, ``n_regs``,
+        ``n_spills``), or None for code that runs on the host (nothing to load)."""
+        return None
+
+    def when_optimized(self, callback) -> None:
+        """Calls ``callback()`` once this executable's code is final (the runtime stores its cached
+        stages then): at once, unless the backend compiles in tiers and replaces quick code later."""
+        callback()
 
 
 class Backend(abc.ABC):
@@ -182,9 +203,21 @@ class Backend(abc.ABC):
     # IR opcodes this backend does not run, each with the reason (checked against the IR spec by
     # tests/compiler/test_ir_spec.py, together with ``lowered_opcodes``).
     unsupported_opcodes: ClassVar[Mapping[str, str]] = {}
+    # Kinds of memory it launches on by copying the tensors to its device and back (the CUDA backend
+    # runs kernels on host tensors this way in the test suite); ``devices`` are those it serves.
+    staged_devices: ClassVar[frozenset[str]] = frozenset()
+    # The fields of ``Options`` that change the code ``compile`` generates (None: all of them). The
+    # others are left out of every cache key, so that an autotune over ``num_warps`` on a backend
+    # that has no warps compiles one kernel.
+    code_options: ClassVar[Optional[tuple[str, ...]]] = None
     # True where the math functions (exp ... erf, libdevice) give the interpreter's bits: the
     # interpreter evaluates them with this backend's code (backends/interpreter/math_functions.py).
     math_as_interpreter: ClassVar[bool] = False
+
+    def code_key(self, options: Options) -> tuple:
+        """What of ``options`` the generated code depends on (``code_options``), for cache keys."""
+        names = options.names() if self.code_options is None else self.code_options
+        return tuple((name, getattr(options, name)) for name in names)
 
     def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
         """Blocks until every kernel this backend launched with quick code runs its optimized code
@@ -248,6 +281,11 @@ class Backend(abc.ABC):
         """Rebuilds an executable from the ``cached_stages`` outputs a previous ``compile`` kept.
         Only backends with cached stages need it."""
         raise NotImplementedError(f"the {self.name} backend caches nothing on disk")
+
+    def copy_to_host(self, host_address: int, device_address: int, nbytes: int) -> None:
+        """Copies ``nbytes`` of this backend's device memory to host memory (``TRITIUM_VALIDATE``
+        compares a device launch's results this way). Backends of host memory have nothing to copy."""
+        raise NotImplementedError(f"the {self.name} backend has no device memory to copy from")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.version} serving {sorted(self.devices)}>"

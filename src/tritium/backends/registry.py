@@ -105,7 +105,7 @@ def for_device(device: str, requested: Optional[str] = None) -> Backend:
         if reason is not None:
             raise LaunchError(f"TRITIUM_BACKEND={requested!r} is not available here: {reason}; the backends are "
                               f"{_describe_all()}")
-        if device not in backend.devices and device not in getattr(backend, "staged_devices", ()):
+        if device not in backend.devices and device not in backend.staged_devices:
             raise LaunchError(f"TRITIUM_BACKEND={requested!r} runs kernels on {', '.join(sorted(backend.devices))} "
                               f"memory, but the arguments are on device {device!r}; the backends are "
                               f"{_describe_all()}")
@@ -137,6 +137,6 @@ def for_compiling(device: str, requested: Optional[str] = None) -> Backend:
             return for_device(device, requested)
     backend = get(name)
     reason = backend.compile_unavailable_reason()
-    if reason is not None or (device not in backend.devices and device not in getattr(backend, "staged_devices", ())):
+    if reason is not None or (device not in backend.devices and device not in backend.staged_devices):
         return for_device(device, requested)
     return backend

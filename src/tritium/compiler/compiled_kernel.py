@@ -85,7 +85,7 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict:
-        stages = getattr(self.executable, "asm", None) or {"ttir": str(self.ir)}
+        stages = self.executable.asm or {"ttir": str(self.ir)}
         return {name: stages[name] for name in stages}  # a backend may make a stage when it is read
 
     def _option(self, name: str, default):
@@ -94,7 +94,7 @@ class CompiledKernel:
 
     @functools.cached_property
     def shared(self) -> int:
-        compiled = getattr(self.executable, "shared_bytes", None)  # a GPU backend's own figure
+        compiled = self.executable.shared_bytes  # a GPU backend's own figure
         if compiled is not None:
             return int(compiled)
         return shared_memory_bytes(self.ir, int(self._option("num_stages", 3)))
@@ -112,9 +112,8 @@ class CompiledKernel:
         its device handle, ``n_regs`` and ``n_spills`` its registers and spills per thread; and binds
         ``run``, as ``_bind_entry_points``."""
         self._bind_entry_points()
-        load = getattr(self.executable, "load", None)
-        if load is not None:
-            loaded = load()
+        loaded = self.executable.load()
+        if loaded is not None:
             self.function, self.n_regs, self.n_spills = loaded.handle, loaded.n_regs, loaded.n_spills
 
     def _bind_entry_points(self) -> None:

@@ -18,10 +18,11 @@ from .launch import launch_direct, launch_protocol, parse_options
 
 def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
     """``backend.compile``, or for a backend with cached stages, their stored outputs when a
-    previous compilation of the same IR, backend version, options and target left them on disk."""
+    previous compilation of the same IR, backend version, code-changing options and target left them
+    on disk."""
     if not backend.cached_stages:
         return backend.compile(fn, options, target)
-    key = cache.kernel_key(str(fn), backend.name, backend.version, options, target)
+    key = cache.kernel_key(str(fn), backend.name, backend.version, backend.code_key(options), target)
     if not knobs.compilation.always_compile:
         stored = cache.load_stages(key, backend.cached_stages)
         if stored is not None:
@@ -32,11 +33,7 @@ def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
     def store() -> None:
         cache.store_stages(key, {stage: executable.asm[stage] for stage in backend.cached_stages}, root)
 
-    when_final = getattr(executable, "when_optimized", None)  # code that is replaced later is stored then
-    if when_final is None:
-        store()
-    else:
-        when_final(store)
+    executable.when_optimized(store)  # code that is replaced later is stored then
     return executable
 
 

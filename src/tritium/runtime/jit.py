@@ -1,6 +1,7 @@
 """``@jit``: a kernel object that binds arguments, specializes, compiles once per key, and launches."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
@@ -32,26 +33,31 @@ def _parse_type(text: str):
 
 
 class _KernelCache(dict):
-    """A JITFunction's compiled kernels; removing any also forgets the fast path's shortcuts to them."""
+    """A JITFunction's compiled kernels; removing any also forgets the fast path's shortcuts to them
+    and the kernels whose executables new options may share (``JITFunction._build``)."""
 
-    def __init__(self, shortcuts: dict):
+    def __init__(self, *shortcuts: dict):
         super().__init__()
         self._shortcuts = shortcuts
 
+    def _forget(self) -> None:
+        for shortcuts in self._shortcuts:
+            shortcuts.clear()
+
     def clear(self):
         super().clear()
-        self._shortcuts.clear()
+        self._forget()
 
     def pop(self, *args):
-        self._shortcuts.clear()
+        self._forget()
         return super().pop(*args)
 
     def popitem(self):
-        self._shortcuts.clear()
+        self._forget()
         return super().popitem()
 
     def __delitem__(self, key):
-        self._shortcuts.clear()
+        self._forget()
         super().__delitem__(key)
 
 
@@ -172,7 +178,8 @@ class JITFunction(KernelInterface, JITCallable):
         self.debug = debug
         self._fast: dict[tuple, tuple] = {}  # the binder's key -> (kernel, its direct launcher or None)
         self._binder: Optional[Callable] = None  # made at the first launch (binder.make_binder)
-        self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast)
+        self._by_code: dict[tuple, CompiledKernel] = {}  # kernels by what their code depends on (_build)
+        self.cache: dict[tuple, CompiledKernel] = _KernelCache(self._fast, self._by_code)
         self._parsed = None  # JITCallable.parsed reads the source on first use
         try:
             source = inspect.getsource(fn)
@@ -310,7 +317,20 @@ class JITFunction(KernelInterface, JITCallable):
         cache_key = (key, backend.name, record, bool(config.backend_name()))
         kernel = self.cache.get(cache_key)
         if kernel is None:
-            kernel = self.cache.setdefault(cache_key, compilation.build(self, specs, attrs, backend, record, key))
+            kernel = self.cache.setdefault(cache_key, self._build(key, specs, attrs, backend, record))
+        return kernel
+
+    def _build(self, key, specs, attrs, backend, record) -> CompiledKernel:
+        """A new compiled kernel; it shares the executable of one compiled for options that differ only
+        in what the backend's code ignores (``Backend.code_options``: an autotune over ``num_warps``
+        on the CPU backend compiles once)."""
+        code_key = (key, backend.name, backend.code_key(record), backend.default_target(),
+                    bool(config.backend_name()))
+        sibling = self._by_code.get(code_key)
+        if sibling is not None and sibling.backend == backend.name:
+            return dataclasses.replace(sibling, options=record)
+        kernel = compilation.build(self, specs, attrs, backend, record, key)
+        self._by_code[code_key] = kernel
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:

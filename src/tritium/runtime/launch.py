@@ -264,8 +264,8 @@ def _protocol_plan(kernel, count: int):
     """((position in ``run``'s arguments, parameter name, pointer element type or None) per run-time
     parameter, the direct launcher, its devices); None when the kernel has no direct launcher or
     composite parameters (tuples, descriptors), or ``count`` arguments match no way of passing them."""
-    make = getattr(kernel.executable, "direct_launcher", None)
-    if make is None or kernel.fn is None:
+    make = kernel.executable.direct_launcher
+    if kernel.fn is None:
         return None
     arg_names = list(_signature(kernel).parameters)
     runtime = [n for n in arg_names if not isinstance(kernel.specs.get(n), constexpr)] if kernel.specs \
@@ -323,8 +323,8 @@ def direct_launcher(kernel, values: dict, settings: config.LaunchSettings) -> Op
     neither debug mode nor validation; None otherwise. The fast path caches it with the kernel:
     its key holds every tensor's dtype, alignment and device and the settings, so what this
     decides holds for every launch that finds it."""
-    make = getattr(kernel.executable, "direct_launcher", None)
-    if make is None or settings.debug or settings.validate:
+    make = kernel.executable.direct_launcher
+    if settings.debug or settings.validate:
         return None
     backend = registry.get(kernel.backend)
     torch = sys.modules.get("torch")
@@ -360,7 +360,7 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
     too, ``TRITIUM_DEBUG``. With ``TRITIUM_VALIDATE=interpreter``, a launch on another backend is
     run again on the interpreter and the outputs compared (see ``validate``)."""
     backend = registry.get(kernel.backend)
-    arguments = kernel_arguments(kernel, values, backend.devices | getattr(backend, "staged_devices", frozenset()))
+    arguments = kernel_arguments(kernel, values, backend.devices | backend.staged_devices)
     if grid3[0] * grid3[1] * grid3[2] == 0:
         warn_empty_grid(kernel.name, grid3)
         return

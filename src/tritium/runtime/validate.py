@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from ..backends import registry
-from ..backends.base import KernelArgument
+from ..backends.base import Backend, KernelArgument
 from ..compiler.ir import types as T
 from ..errors import ValidationError
 from .arguments import TensorView
@@ -173,7 +173,7 @@ def launch_and_compare(kernel, reference: str, grid3, arguments: list[KernelArgu
         raise ValidationError(f"TRITIUM_VALIDATE: the arguments of {kernel.name} are on several devices {sorted(devices)}")
     backend = registry.get(kernel.backend)
     on_device = bool(devices - {"cpu"})
-    if on_device and not hasattr(backend, "copy_to_host"):
+    if on_device and type(backend).copy_to_host is Backend.copy_to_host:  # the protocol's refusal
         raise ValidationError(f"TRITIUM_VALIDATE compares host memory, but the {kernel.backend} backend cannot copy "
                               f"device {sorted(devices)[0]!r} memory to the host")
 

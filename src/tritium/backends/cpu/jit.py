@@ -331,7 +331,8 @@ _background_server = _CompileServer()  # the full compilations that replace quic
 
 
 class LoadedObject:
-    """An object file linked into the process: ``address(name)`` of its functions."""
+    """An object file linked into the process: ``address(name)`` of its functions, ``word(name)`` of its
+    constants."""
 
     def __init__(self, obj: bytes):
         _initialized()
@@ -343,6 +344,14 @@ class LoadedObject:
     def address(self, name: str) -> int:
         with _lock:
             return self._engine.get_function_address(name)
+
+    def word(self, name: str) -> int:
+        """The value of the 64-bit constant global ``name`` of the object."""
+        import ctypes
+
+        with _lock:
+            address = self._engine.get_global_value_address(name)
+        return ctypes.c_int64.from_address(address).value
 
 
 def add_symbol(name: str, address: int) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
+from ..base import Executable as ExecutableBase
 from ..base import KernelArgument, byte_range
 from .. import reports
 from ..llvm.types import parameter_plan, scalar_bits
@@ -80,7 +81,7 @@ _tokens = itertools.count(1)
 _records = threading.local()  # per thread: executable token -> its reusable error record
 
 
-class Executable:
+class Executable(ExecutableBase):
     """A kernel compiled for the host CPU."""
 
     def __init__(self, fn, loaded, asm: dict, ops: list, pointer_args: list, provenance: dict, largest_block: int,

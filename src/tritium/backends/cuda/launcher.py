@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 from ...compiler.ir import types as T
 from ...errors import LaunchError
 from .. import reports
+from ..base import Executable as ExecutableBase
 from ..base import KernelArgument
 from ..llvm.types import parameter_plan, scalar_bits
 from . import driver
@@ -36,7 +37,7 @@ def _flush_c_stdout() -> None:
 _NO_CONTEXT = (201, 400)
 
 
-class Executable:
+class Executable(ExecutableBase):
     """A kernel compiled for one GPU architecture. ``report_ops``: the op table of a kernel that takes
     an error record (it can fail at run time); ``checks``: its accesses are bounds-checked (debug
     mode's variant: each pointer argument's byte range follows the arguments); ``make_checked``:

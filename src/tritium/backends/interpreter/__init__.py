@@ -14,13 +14,14 @@ from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
 from ..base import Backend, GPUTarget, KernelArgument, Options, largest_block
+from ..base import Executable as ExecutableBase
 from . import allocator, batches
 from .memory import Allocation, Memory
 
 NAME = "interpreter"
 
 
-class Executable:
+class Executable(ExecutableBase):
     """A kernel ready to run on the interpreter."""
 
     def __init__(self, fn: Function, options: Options | None = None):
