@@ -1,6 +1,7 @@
 """The native CPU backend: the tile IR compiled through LLVM for the host CPU, launched in-process.
 
-Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "asm" (the optimized
+Stages: "ttir" (the IR after the passes), "layouts" (the IR with the placement stage's encodings,
+placement.py), "llir" (the LLVM IR as generated), "asm" (the optimized
 machine code as text, made when first read) and "obj" (the object file: the quick tier's until the
 optimized one replaces it, tiers.py); "llir" and the optimized "obj" are kept in the disk cache,
 keyed by the IR, the backend version, the options and the host CPU's name and features. Placement, checks and the
@@ -14,29 +15,31 @@ from typing import Mapping, Optional, Union
 
 from ... import config
 from ...compiler.analysis.effects import needs_program_order
+from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir.ops import Function
 from ..base import Backend, GPUTarget, Options, largest_block, source_digest
-from ..llvm.lowering import lower_kernel, lowered_opcodes
+from ..llvm.lowering import lower_kernel, lowered_opcodes, op_table
 from . import codegen
 
 NAME = "cpu"
 
 
 class _Stages(dict):
-    """The stages' outputs; "asm" (the optimized machine code as text) is made when first read."""
+    """The stages' outputs; those in ``later`` (name -> a function making it) are made when first
+    read: "asm" (the optimized machine code as text), "layouts" of a kernel loaded from the disk
+    cache (its placement stage run again, without generating code)."""
 
-    def __init__(self, stages):
+    def __init__(self, stages, later=None):
         super().__init__(stages)
-        if "llir" in stages:
-            super().__setitem__("asm", None)
+        self._later = dict(later or {})
+        for name in self._later:
+            super().__setitem__(name, None)
 
     def __getitem__(self, name):
         value = super().__getitem__(name)
-        if value is None and name == "asm":
-            from . import jit
-
-            value = jit.assembly(super().__getitem__("llir"))
-            super().__setitem__("asm", value)
+        if value is None and name in self._later:
+            value = self._later.pop(name)()
+            super().__setitem__(name, value)
         return value
 
     def get(self, name, default=None):
@@ -49,14 +52,34 @@ class _Stages(dict):
         return [self[name] for name in self]
 
 
+def _assembly(llir: str):
+    def make() -> str:
+        from . import jit
+
+        return jit.assembly(llir)
+
+    return make
+
+
+def _placed(fn: Function):
+    def make() -> str:
+        from . import placement
+
+        placement.place(fn, codegen.Codegen.rules)
+        return str(fn)
+
+    return make
+
+
 class CPUBackend(Backend):
     """Compiled code for the host CPU, threaded over the grid, every access checked."""
 
     name = NAME
     version = "1-" + source_digest(os.path.dirname(__file__))  # the generated code changes with the generator's source
     devices = frozenset({"cpu"})
-    stages = ("ttir", "llir", "asm", "obj")
+    stages = ("ttir", "layouts", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")
+    code_options = ()  # no option changes the host code: one module for every num_warps, num_stages...
     math_as_interpreter = True
     unsupported_opcodes = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
@@ -95,8 +118,10 @@ class CPUBackend(Backend):
         from . import jit
 
         triple, _, _ = jit.host_cpu()
+        ttir = str(fn)
         generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
                                     hardware_ldexp=jit.wide_vectors())
+        stages = {"ttir": ttir, "layouts": str(fn)}  # the placement stage ran in Codegen()
         module = lower_kernel(generator, "cpu", "run it on the interpreter: TRITIUM_BACKEND=interpreter")
         llir = str(module)
         from . import launcher
@@ -105,11 +130,11 @@ class CPUBackend(Backend):
         if config.quick_compile():
             obj = jit.compile_quick(llir)
             if obj is not None:  # launched at once; the optimized code replaces it when ready (tiers.py)
-                executable = self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
+                executable = self._executable(fn, generator, {**stages, "llir": llir, "obj": obj})
                 executable.optimize_later(llir)
                 return executable
         obj = jit.compile_to_object(llir)
-        return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
+        return self._executable(fn, generator, {**stages, "llir": llir, "obj": obj})
 
     def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
         """Blocks until every kernel launched with quick code runs its fully optimized code (see
@@ -119,18 +144,24 @@ class CPUBackend(Backend):
         return tiers.wait(timeout)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
-        from . import jit
+        """The executable of a kernel compiled before (its cached stages): no module is generated; the
+        op table and the pointer facts the launcher reports errors with come from the IR, the scratch
+        size from the object."""
+        from . import jit, launcher
 
-        triple, _, _ = jit.host_cpu()
-        generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
-                                    hardware_ldexp=jit.wide_vectors())
-        generator.build()  # the op table and pointer facts the launcher reports errors with
-        return self._executable(fn, generator, {"ttir": str(fn), **asm})
+        launcher.register_print_hook()
+        loaded = jit.LoadedObject(asm["obj"])
+        pointer_args, provenance = pointer_provenance(fn)
+        stages = _Stages({"ttir": str(fn), **asm}, {"layouts": _placed(fn), "asm": _assembly(asm["llir"])})
+        return launcher.Executable(fn, loaded, stages, op_table(fn), pointer_args,
+                                   provenance, largest_block(fn), needs_program_order(fn),
+                                   loaded.word(codegen.SCRATCH_SYMBOL))
 
     def _executable(self, fn, generator, stages):
         from . import jit, launcher
 
         launcher.register_print_hook()
         loaded = jit.LoadedObject(stages["obj"])
-        return launcher.Executable(fn, loaded, _Stages(stages), generator.ops, generator.pointer_args, generator.provenance,
+        stages = _Stages(stages, {"asm": _assembly(stages["llir"])})
+        return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
                                    largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

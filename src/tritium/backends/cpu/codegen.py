@@ -32,20 +32,20 @@ from ...compiler.ir.ops import Function, Operation
 from ..llvm import math
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I32, I64, I8, PTR, VOID, register_type
-from ..reports import ASSERT as ERROR_ASSERT
 from ..llvm.lowering import Lowering, UnsupportedOp  # noqa: F401  (UnsupportedOp: raised by the rules)
-from .values import HEADER_SLOTS, PRINT_SYMBOL, SPIN_CHECK_SLOT, Buffer, _shape, expect, row_major_strides
+from ..reports import ASSERT as ERROR_ASSERT
+from . import placement
 from .checks import Checks
 from .control_flow import ControlFlow
 from .cross_lane import CrossLane
 from .lanes import Lanes
 from .memory import Memory
-from .placement import Placement
+from .values import HEADER_SLOTS, PRINT_SYMBOL, SCRATCH_SYMBOL, SPIN_CHECK_SLOT, Buffer, _shape, expect, row_major_strides
 
 
-class Codegen(Placement, Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
-    """One kernel's LLVM module: the placement decided first (``placement.py``), then the IR walked
-    once (``backends/llvm/lowering.py``) with the rules of this folder's mixins."""
+class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
+    """One kernel's LLVM module: the placement stage first (``placement.py``), then the IR walked once
+    (``backends/llvm/lowering.py``) with the rules of this folder's mixins."""
 
     def __init__(self, fn: Function, target_triple: str, data_layout: str = "", checks: bool = True,
                  hardware_ldexp: bool = False):
@@ -62,16 +62,10 @@ class Codegen(Placement, Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering
         if data_layout:
             self.module.data_layout = data_layout
         self.axis = analyze_axis_info(fn, trust_hints=False)  # a false hint cannot misplace a lane here
-        self.uses: dict[int, int] = {}
         # argument index of each pointer argument; value id -> position of the pointer argument it derives from
         self.pointer_args, self.provenance = pointer_provenance(fn)
-        self._count_uses(fn.body, depth=0, defined_depth={})
-        self.deferrable: set[int] = set()  # loads read inside the loop of the store they feed
-        self.lane_local: set[int] = set()  # values computed lane by lane where the store that uses them is
-        self.fused_into: dict[int, list] = {}  # id(store op) -> the load results it reads
-        self._find_fusable_loads(fn.body)
-        self.packed_loads: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds (dot.py)
-        self._find_packed_loads(fn.body)
+        # where each block value lives (placement.py): written on the values, read by the rules
+        self.uses = placement.place(fn, self.rules)
         # positions of the pointer arguments some store or atomic may write (every one of them when
         # a write cannot be traced to one)
         _, writes = argument_accesses(fn)
@@ -127,6 +121,11 @@ class Codegen(Placement, Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering
             b.ret(ir.Constant(I32, 0))
         self.alloca_builder.branch(body)
         self._build_grid(program)
+        # the object says how much scratch memory its programs need, so that a launcher loading it
+        # from the disk cache knows without generating the module again
+        scratch = ir.GlobalVariable(self.module, I64, SCRATCH_SYMBOL)
+        scratch.initializer = ir.Constant(I64, self.scratch_bytes)
+        scratch.global_constant = True
         return self.module
 
     def _unpack_argument(self, raw, ty):
@@ -198,7 +197,7 @@ class Codegen(Placement, Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering
             result = lanes.lower_op(self.b, op, args)
             for r, v in zip(op.results, result if isinstance(result, list) else [result]):
                 self.scalars[r.id] = v
-        elif self._needs_buffer(op):
+        elif op.results[0].encoding == placement.BUFFER:
             self.materialize_op(op)
 
 

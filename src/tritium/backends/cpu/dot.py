@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, F64, I32, I64
+from .placement import held_form
 from .values import row_major_strides
 
 
@@ -32,8 +33,8 @@ def lower_dot(cg, op) -> None:
     def packed(value, shape, part=None):
         """``value`` in the accumulate type; part: None (as is), 'high' (tf32) or 'low' (remainder)."""
         existing = cg.buffers.get(value.id)
-        if existing is not None and cg.packed_loads.get(value.id) == (work, part == "high"):
-            return existing  # loaded in this form (Codegen._find_packed_loads)
+        if existing is not None and held_form(value.encoding) == (work, part == "high"):
+            return existing  # loaded in this form (a packed placement: placement.py)
         if part is None and value.type.scalar == work and existing is not None:
             return existing
         buffer = cg.new_buffer(work, shape)

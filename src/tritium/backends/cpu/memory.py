@@ -11,6 +11,7 @@ from ..llvm import atomics
 from ..llvm import scalar as lanes
 from ..llvm.lowering import UnsupportedOp
 from ..llvm.types import I1, I32, I64, I8, VOID, constant, item_size, memory_type, register_type
+from .placement import READ_IN_STORE, held_form, loads_read_in_store
 from .values import PREFETCH_BYTES, Buffer, _shape, expect, row_major_strides
 
 
@@ -22,7 +23,7 @@ class Memory:
         dtype = result.type.scalar
         self._element_type = memory_type(dtype)
         volatile = op.attrs.get("volatile", False)
-        if result.id in self.deferrable:
+        if result.encoding == READ_IN_STORE:
             self._defer_load(op)
             return
         every = self.check_access(pointer, mask, dtype)
@@ -37,7 +38,7 @@ class Memory:
             self.if_then(self.value_at(mask, ()), lambda: b.store(self._read(address, dtype, volatile), slot))
             self.scalars[result.id] = b.load(slot)
             return
-        form = self.packed_loads.get(result.id)
+        form = held_form(result.encoding)
         if form is None:
             stored_type, convert = dtype, (lambda x: x)
         else:  # read by a dot alone: held in the form its product reads (backends/cpu/dot.py)
@@ -157,7 +158,7 @@ class Memory:
         pointer, value, mask = op.operand("pointer"), op.operand("value"), op.operand("mask")
         dtype = pointer.type.scalar.element_ty
         self._element_type = memory_type(dtype)
-        fused = [v for v in self.fused_into.get(id(op), ()) if v.id in self.deferred]
+        fused = [v for v in loads_read_in_store(op, self.op_index) if v.id in self.deferred]
         extent = (self.scalar_slot(I64), self.scalar_slot(I64)) if fused else None
         every = self.check_access(pointer, mask, dtype, extent)
         if not isinstance(pointer.type, T.block_type):

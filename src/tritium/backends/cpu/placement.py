@@ -1,41 +1,88 @@
-"""Where each block value of a kernel lives on the CPU (docs/cpu-backend.md, "Placement").
+"""The CPU backend's placement stage: where each block value of a kernel lives, written on the
+value as its encoding (``compiler/ir/encodings.py``, ``#cpu.<where>``) before lowering.
 
-The code generator decides before lowering which block values are lazy (evaluated lane by lane in
-the loop of the op that reads them), which are buffers, which loads are read inside the loop of the
-store they feed, and which dot operands are kept packed.
+A block value is never one LLVM vector (docs/cpu-backend.md, "Placement"). It is
+
+- ``lazy``: an expression of its operands, evaluated lane by lane inside the loop of each op that
+  reads it (index arithmetic, splats, broadcasts, elementwise chains);
+- ``buffer``: written into a 64-byte aligned buffer where it is defined (loads, reductions, scans,
+  dot, atomics, loop-carried and ``if`` results, and an elementwise value used twice that is not
+  index arithmetic, so that it is computed once);
+- ``in_store``: an elementwise value every use of which is inside the value one store writes: each
+  lane is computed once, in the store's loop;
+- ``read_in_store``: a load among such values, read inside the store's loop (one pass over memory);
+- ``packed<form>``: a load whose only reader is a dot that would convert it on a copy (fp16, bf16,
+  fp8 or int8 widened, fp32 truncated to tf32): the load writes its buffer converted.
+
+``place(fn)`` writes the encodings; the code generator reads them (``Codegen``) and ``tritium ir
+--stage layouts`` prints them.
 """
 from __future__ import annotations
 
 from ...compiler.ir import types as T
-from ...compiler.ir.ops import Operation, Region, Value
+from ...compiler.ir.encodings import Placement
+from ...compiler.ir.ops import Function, Operation, Region, Value
+from ...compiler.ir.spec import has_effects
 from ..llvm import scalar as lanes
 from .values import _CHEAP
 
+LAZY, BUFFER, IN_STORE, READ_IN_STORE = (Placement(w) for w in ("lazy", "buffer", "in_store", "read_in_store"))
 
-class Placement:
-    def _count_uses(self, region: Region, depth: int, defined_depth: dict) -> None:
+
+def count_uses(fn: Function) -> dict[int, int]:
+    """Value id -> how often it is read, a read inside a loop or branch (deeper than the value's
+    definition) counting twice."""
+    uses: dict[int, int] = {}
+
+    def walk(region: Region, depth: int, defined_depth: dict) -> None:
         for arg in region.args:
             defined_depth[arg.id] = depth
         for op in region.ops:
             for operand in op.operands:
-                weight = 1 if defined_depth.get(operand.id, 0) == depth else 2  # used inside a loop/branch: twice
-                self.uses[operand.id] = self.uses.get(operand.id, 0) + weight
+                weight = 1 if defined_depth.get(operand.id, 0) == depth else 2
+                uses[operand.id] = uses.get(operand.id, 0) + weight
             for inner in op.regions:
-                self._count_uses(inner, depth + 1, defined_depth)
+                walk(inner, depth + 1, defined_depth)
             for r in op.results:
                 defined_depth[r.id] = depth
 
-    def _find_fusable_loads(self, region: Region) -> None:
+    walk(fn.body, 0, {})
+    return uses
+
+
+def packed_text(form) -> str:
+    """The ``packed<...>`` parameter of a dot operand's form ``(type, tf32)`` (``dot.packed_form``)."""
+    work, tf32 = form
+    return "tf32" if tf32 else work.ir_name
+
+
+def held_form(encoding):
+    """``(type, tf32)`` of a ``packed<...>`` placement; None for any other encoding."""
+    if not isinstance(encoding, Placement) or encoding.where != "packed":
+        return None
+    if encoding.form == "tf32":
+        return T.float32, True
+    return T.dtype_from_ir_name(encoding.form), False
+
+
+class _Planner:
+    def __init__(self, fn: Function):
+        self.uses = count_uses(fn)
+        self.in_store: set[int] = set()  # values computed lane by lane in the loop of the store using them
+        self.read_in_store: set[int] = set()  # loads read in that loop
+        self.packed: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds
+        self._find_store_chains(fn.body)
+        self._find_packed_loads(fn.body)
+
+    def _find_store_chains(self, region: Region) -> None:
         """Loads that a store can read in its own loop: block loads all of whose uses are in the
         stored value's computation (``_lane_chain``), with nothing between the load and the store
         that writes memory or synchronizes (the store's check decides at run time whether the bytes
         may overlap); and the values of those computations, which need no buffer."""
-        from ...compiler.ir.spec import has_effects
-
         pending: list[Operation] = []
         for op in region.ops:
             for inner in op.regions:
-                self._find_fusable_loads(inner)
+                self._find_store_chains(inner)
             if op.opcode == "load":
                 result = op.results[0]
                 if isinstance(result.type, T.block_type) and not op.attrs.get("volatile", False):
@@ -43,21 +90,14 @@ class Placement:
                 continue
             if op.opcode == "store" and isinstance(op.operands[0].type, T.block_type):
                 reached = self._lane_chain(op.operand("value"))
-                self.lane_local |= reached
-                fused = [load.results[0] for load in pending if load.results[0].id in reached]
-                for v in fused:
-                    self.deferrable.add(v.id)
-                if fused:
-                    self.fused_into[id(op)] = fused
+                self.in_store |= reached
+                self.read_in_store |= {load.results[0].id for load in pending if load.results[0].id in reached}
                 pending = []
                 continue
             if has_effects(op):
                 pending = []
 
     def _find_packed_loads(self, region: Region) -> None:
-        """Block loads whose only reader is a ``dot`` that would convert them on a copy (fp16, bf16,
-        fp8 or int8 widened, fp32 truncated to tf32): the load writes its buffer converted, and the
-        dot uses it as it is (one pass over the tile instead of two)."""
         from . import dot
 
         for op in region.ops:
@@ -69,11 +109,11 @@ class Placement:
                 operand = op.operand(name)
                 load = operand.owner
                 if load is None or load.opcode != "load" or self.uses.get(operand.id) != 1 or \
-                        load.attrs.get("volatile", False) or operand.id in self.deferrable:
+                        load.attrs.get("volatile", False) or operand.id in self.read_in_store:
                     continue
                 form = dot.packed_form(op, operand.type.scalar)
                 if form is not None:
-                    self.packed_loads[operand.id] = form
+                    self.packed[operand.id] = form
 
     def _lane_chain(self, value: Value) -> set[int]:
         """Ids of the values the stored ``value`` is computed from through lazily evaluated
@@ -110,12 +150,60 @@ class Placement:
                     grown = True
         return inside
 
-    def _needs_buffer(self, op: Operation) -> bool:
-        if op.opcode in _CHEAP or op.results[0].id in self.lane_local:
-            return False
-        result = op.results[0]
+    def _elementwise(self, op: Operation, result: Value) -> Placement:
+        """A lazy value used twice that is not index arithmetic becomes a buffer (computed once)."""
+        if result.id in self.in_store:
+            return IN_STORE
         scalar = result.type.scalar
-        index_like = not scalar.is_floating() and op.opcode not in ("libdevice",)
+        index_like = not scalar.is_floating() and op.opcode != "libdevice"
         if index_like and op.opcode not in ("floordiv", "mod", "umulhi"):
-            return False
-        return self.uses.get(result.id, 0) >= 2
+            return LAZY
+        return BUFFER if self.uses.get(result.id, 0) >= 2 else LAZY
+
+    def placement(self, op: Operation, result: Value, rules) -> Placement:
+        if op.opcode == "load":
+            if result.id in self.read_in_store:
+                return READ_IN_STORE
+            form = self.packed.get(result.id)
+            return Placement("packed", packed_text(form)) if form is not None else BUFFER
+        if op.opcode in _CHEAP:
+            return LAZY
+        if op.opcode not in rules and op.opcode in lanes.LOWER:
+            return self._elementwise(op, result)
+        return BUFFER
+
+
+def place(fn: Function, rules) -> dict[int, int]:
+    """Writes the placement of every block value of ``fn`` (``Value.encoding``); ``rules``: the code
+    generator's rule table (an elementwise op with a rule of its own is not a lane expression).
+    Returns the use counts it was decided from."""
+    planner = _Planner(fn)
+
+    def walk(region: Region) -> None:
+        for arg in region.args:
+            if isinstance(arg.type, T.block_type):
+                arg.encoding = BUFFER  # a loop-carried block lives in the loop's slot
+        for op in region.ops:
+            for inner in op.regions:
+                walk(inner)
+            for result in op.results:
+                if isinstance(result.type, T.block_type):
+                    result.encoding = planner.placement(op, result, rules)
+
+    walk(fn.body)
+    return planner.uses
+
+
+def loads_read_in_store(store: Operation, op_index: dict) -> list[Value]:
+    """The ``read_in_store`` loads the value ``store`` writes is computed from, in program order."""
+    found, stack, seen = [], [store.operand("value")], set()
+    while stack:
+        v = stack.pop()
+        if v.id in seen or not isinstance(v.encoding, Placement):
+            continue
+        seen.add(v.id)
+        if v.encoding == READ_IN_STORE:
+            found.append(v)
+        elif v.encoding == IN_STORE:
+            stack.extend(v.owner.operands)
+    return sorted(found, key=lambda v: op_index[id(v.owner)])

@@ -23,6 +23,8 @@ HEADER_SLOTS = 5
 SPIN_CHECK_SLOT = 4
 # The function a print op calls: (kernel token, op index, pid x, y, z, pointers to each operand's lanes).
 PRINT_SYMBOL = "tritium_cpu_print"
+# The object's constant holding the bytes of scratch memory a program needs (Codegen.scratch_bytes).
+SCRATCH_SYMBOL = "tritium_scratch_bytes"
 
 # Ops whose lanes are cheap to compute again where they are read: never held in a buffer.
 _CHEAP = frozenset({"arange", "splat", "broadcast", "reshape", "permute", "hint", "constant", "flip", "join",

@@ -11,6 +11,7 @@ import re
 import struct
 from typing import Any, Optional
 
+from . import encodings
 from . import types as T
 from .builder import with_defaults
 from .ops import Function, Location, Operation, Region, Value
@@ -51,8 +52,13 @@ def _outside_quotes(text: str):
 
 
 def _split_comment(text: str) -> tuple[str, Optional[str]]:
+    depth = 0  # a '#' inside brackets starts an encoding (<8xfp32, #cpu.buffer>), not a comment
     for i, ch in _outside_quotes(text):
-        if ch == "#":
+        if ch in "<[(":
+            depth += 1
+        elif ch in ">])":
+            depth -= 1
+        elif ch == "#" and depth <= 0:
             return text[:i].rstrip(), text[i + 1:].strip()
     return text.rstrip(), None
 
@@ -89,6 +95,29 @@ def parse_type(text: str):
     if scalar is None:
         raise IRParseError(f"unknown IR type {text!r}")
     return scalar
+
+
+def parse_value_type(text: str):
+    """(type, encoding) of a value's printed type: a block's encoding, when it has one, is the last
+    item inside its brackets (``<8xfp32, #cpu.buffer>``); None otherwise."""
+    text = text.strip()
+    if text.startswith("<") and text.endswith(">"):
+        inner, depth, cut = text[1:-1], 0, None
+        for i, ch in enumerate(inner):
+            if ch in "<[(":
+                depth += 1
+            elif ch in ">])":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                cut = i
+        if cut is not None and inner[cut + 1:].strip().startswith("#"):
+            ty = parse_type("<" + inner[:cut] + ">")
+            try:
+                encoding = encodings.parse_encoding(inner[cut + 1:], tuple(ty.shape))
+            except ValueError as error:
+                raise IRParseError(str(error)) from None
+            return ty, encoding
+    return parse_type(text), None
 
 
 class _AttrReader:
@@ -229,8 +258,8 @@ class _Parser:
             self.fail(f"{name} is used before it is defined")
         return value
 
-    def typed_names(self, text: str) -> list[tuple[str, Any, dict]]:
-        """``%a: type {attrs}, ...`` -> (name, type, attrs)."""
+    def typed_names(self, text: str) -> list[tuple[str, Any, dict, Any]]:
+        """``%a: type {attrs}, ...`` -> (name, type, attrs, encoding)."""
         out = []
         for part in _split_top(text):
             name, _, rest = part.partition(":")
@@ -239,7 +268,8 @@ class _Parser:
             if rest.endswith("}"):
                 brace = rest.index(" {")
                 rest, attrs = rest[:brace], _parse_attrs(rest[brace + 1:])
-            out.append((name.strip(), parse_type(rest), attrs))
+            ty, encoding = parse_value_type(rest)
+            out.append((name.strip(), ty, attrs, encoding))
         return out
 
     def function(self) -> Function:
@@ -248,11 +278,11 @@ class _Parser:
         if header is None:
             self.fail("expected 'func @name(...) {'")
         args = self.typed_names(header.group(2))
-        body = Region([ty for _, ty, _ in args])
-        for (name, _, _), value in zip(args, body.args):
+        body = Region([ty for _, ty, _, _ in args])
+        for (name, _, _, _), value in zip(args, body.args):
             self.define(name, value)
-        fn = Function(header.group(1), [name[1:] for name, _, _ in args], body, _parse_location(comment))
-        fn.arg_attrs = [attrs for _, _, attrs in args]
+        fn = Function(header.group(1), [name[1:] for name, _, _, _ in args], body, _parse_location(comment))
+        fn.arg_attrs = [attrs for _, _, attrs, _ in args]
         self.ops_until_close(body)
         return fn
 
@@ -285,11 +315,13 @@ class _Parser:
         opens_regions = rest.endswith(" {")
         if opens_regions:
             rest = rest[:-2]
-        result_types = []
+        result_types, result_encodings = [], []
         type_split = [i for i, ch in _outside_quotes(rest) if ch == ":" and rest[i - 1:i + 2] == " : "]
         if type_split:
             cut = type_split[-1]
-            result_types = [parse_type(t) for t in _split_top(rest[cut + 2:])]
+            typed = [parse_value_type(t) for t in _split_top(rest[cut + 2:])]
+            result_types = [ty for ty, _ in typed]
+            result_encodings = [encoding for _, encoding in typed]
             rest = rest[:cut - 1]
         attrs = {}
         brace = next((i for i, ch in _outside_quotes(rest) if ch == "{"), None)
@@ -316,6 +348,8 @@ class _Parser:
         self.current = line
         op = Operation(opcode, operands, result_types, with_defaults(opcode, attrs), regions,
                        _parse_location(comment), tuple(names))
+        for value, encoding in zip(op.results, result_encodings):
+            value.encoding = encoding
         if match.group("results"):
             result_names = [n.strip() for n in match.group("results").split(",")]
             if len(result_names) != len(op.results):
@@ -334,8 +368,9 @@ class _Parser:
             if header is None:
                 self.fail("expected a region label '^name(...):'")
             args = self.typed_names(header.group(2))
-            region = Region([ty for _, ty, _ in args])
-            for (name, _, _), value in zip(args, region.args):
+            region = Region([ty for _, ty, _, _ in args])
+            for (name, _, _, encoding), value in zip(args, region.args):
+                value.encoding = encoding
                 self.define(name, value)
             regions.append(region)
             closing = self.ops_until_close(region)

@@ -14,7 +14,9 @@ Format (``parser.py`` reads it back; print -> parse -> print gives the same text
       }                                                               # kernel.py:10
     }
 
-Arguments are named after the kernel's parameters, other values are numbered. Required operands
+A block value a backend's placement stage has placed carries its encoding inside its type,
+``<8xfp32, #cpu.buffer>`` (``encodings.py``). Arguments are named after the kernel's parameters,
+other values are numbered. Required operands
 are positional; optional ones (a load's ``mask`` and ``other``) are written ``name=%v``.
 Attributes equal to their default in the IR spec are left out; a NaN other than the positive
 quiet one prints with its bits, ``nan(0xfff8000000000000)``. A location inside an inlined
@@ -51,6 +53,15 @@ class _Names:
 
 def type_text(ty) -> str:
     return getattr(ty, "ir_name", str(ty))
+
+
+def value_type_text(value: Value) -> str:
+    """A value's type, with its encoding (if a placement stage gave it one) inside a block's
+    brackets: ``<64xfp32, #cpu.buffer>``."""
+    text = type_text(value.type)
+    if value.encoding is None:
+        return text
+    return f"{text[:-1]}, {value.encoding.text()}>"
 
 
 def attr_text(value) -> str:
@@ -100,7 +111,7 @@ def _operands_text(op: Operation, names: _Names) -> str:
 
 
 def _print_region(region: Region, label: str, names: _Names, indent: str, lines: list[str]) -> None:
-    args = ", ".join(f"{names.define(a)}: {type_text(a.type)}" for a in region.args)
+    args = ", ".join(f"{names.define(a)}: {value_type_text(a)}" for a in region.args)
     lines.append(f"{indent}^{label}({args}):")
     for op in region.ops:
         _print_op(op, names, indent + "  ", lines)
@@ -118,7 +129,7 @@ def _print_op(op: Operation, names: _Names, indent: str, lines: list[str]) -> No
         text += " " + operands
     text += _attrs_text(op)
     if op.results:
-        text += " : " + ", ".join(type_text(r.type) for r in op.results)
+        text += " : " + ", ".join(value_type_text(r) for r in op.results)
     if not op.regions:
         lines.append(_with_location(text, op.loc))
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from . import types as T
+from .encodings import Encoding
 from .ops import Function, Operation, Region
 from .spec import SPEC, TERMINATOR, OpSpec
 
@@ -468,9 +469,22 @@ def _check_op(op: Operation) -> None:
         _fail(op, problem)
 
 
+def _check_encodings(op: Operation, values, what: str) -> None:
+    """A placement stage's encodings (encodings.py) must fit the values they are written on."""
+    for i, value in enumerate(values):
+        if value.encoding is not None:
+            if not isinstance(value.encoding, Encoding):
+                _fail(op, f"{what} {i} has the encoding {value.encoding!r}, which is not an IR encoding")
+            problem = value.encoding.check(value)
+            if problem:
+                _fail(op, f"{what} {i}: {problem}")
+
+
 def _verify_region(region: Region, defined: set[int], owner: Optional[Operation]) -> None:
     defined = set(defined)
     defined.update(a.id for a in region.args)
+    if owner is not None:
+        _check_encodings(owner, region.args, "region argument")
     for index, op in enumerate(region.ops):
         for v in op.operands:
             if v.id not in defined:
@@ -479,6 +493,7 @@ def _verify_region(region: Region, defined: set[int], owner: Optional[Operation]
         if spec is not None and TERMINATOR in spec.traits and (owner is None or index != len(region.ops) - 1):
             _fail(op, "a terminator must end a region of a control-flow, reduce or scan op")
         _check_op(op)
+        _check_encodings(op, op.results, "result")
         for nested in op.regions:
             _verify_region(nested, defined, op)
         defined.update(r.id for r in op.results)
