@@ -25,6 +25,7 @@ from ...errors import CompilationError
 from ..llvm import atomics, casts
 from ..llvm import combine as combining
 from ..llvm import scalar as lanes
+from ..llvm.lowering import Lowering, UnsupportedOp  # noqa: F401  (UnsupportedOp: raised by the rules)
 from ..llvm.types import F32, F64, I1, I8, I32, I64, PTR, VOID, constant, item_size, memory_type, register_type
 from .. import reports
 from . import inline_asm as asm
@@ -36,11 +37,6 @@ SHARED = 3
 GLOBAL_PTR = ir.PointerType(addrspace=GLOBAL)
 SHARED_PTR = ir.PointerType(addrspace=SHARED)
 SMEM_SYMBOL = "tritium_shared"
-
-
-
-class UnsupportedOp(Exception):
-    """An op this backend cannot lower yet; the backend turns it into a NotLoweredError at its line."""
 
 
 def _shape(ty) -> tuple[int, ...]:
@@ -133,10 +129,17 @@ def _map_offset(offset, bit_map, rank: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-class Codegen:
+class Codegen(Lowering):
+    """One kernel's LLVM module for NVPTX: the kernel function, then the IR walked once
+    (``backends/llvm/lowering.py``) with the rules here."""
+
+    # The elementwise opcodes: one lane each from backends/llvm/scalar.py's rules, (b, op, args), or
+    # from math.py's, (codegen, op, args), which take their place (lane_op calls either)
+    lane_rules = {**lanes.LOWER, **gpu_math.LOWER}
+
     def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False,
                  capability: int = 90):
-        self.fn = fn
+        Lowering.__init__(self, fn)
         self.capability = capability  # the target's compute capability (80: sm_80): which instructions exist
         # Debug mode's bounds checks: each pointer argument's [low, high) byte range comes as two more
         # parameters, and an access outside it is recorded (reports.OUT_OF_BOUNDS) and skipped.
@@ -152,10 +155,7 @@ class Codegen:
         self.dist: dict[int, tuple] = {}  # value id -> (Layout, registers)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
-        self.current: Optional[Operation] = None
         self._thread_index: dict = {}
-        self.ops: list[Operation] = []  # op index (in error records) -> op
-        self._op_index: dict[int, int] = {}
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more
         # parameter: the error record (backends/reports.py) the launcher reads after the launch.
         self.reports = checks or any(op.opcode in ("assert", "gather", "histogram") for op in fn.walk())
@@ -373,7 +373,7 @@ class Codegen:
                 else:
                     out.append(lhs[k])
             return out
-        if opcode in lanes.LOWER or opcode in gpu_math.LOWER:
+        if opcode in self.lane_rules:
             operands = [self.regs(o, layout) if _is_block(o) else [self.scalar(o)] * n for o in op.operands]
             results = [self.lane_op(op, [ops[r] for ops in operands]) for r in range(n)]
             index = op.results.index(v)
@@ -384,6 +384,8 @@ class Codegen:
         return self.scalars[v.id]
 
     def lane_op(self, op: Operation, args: list):
+        """One lane of elementwise ``op`` on operand lanes ``args``: by math.py's rule (given the code
+        generator) where it has one, else by scalar.py's (given the builder)."""
         if op.opcode in gpu_math.LOWER:
             return gpu_math.LOWER[op.opcode](self, op, args)
         return lanes.lower_op(self.b, op, args)
@@ -438,30 +440,10 @@ class Codegen:
         return [self.smem_load(self.linear_index(self.element_index(target, r), target.shape), dtype)
                 for r in range(target.num_regs)]
 
-    # regions --------------------------------------------------------------------------------------
-    def lower_region(self, region: Region):
-        """Lowers the ops of ``region``; returns its terminator (not lowered) or None."""
-        for op in region.ops:
-            if op.opcode in ("yield", "condition"):
-                return op
-            self.current = op
-            if id(op) not in self._op_index:
-                self._op_index[id(op)] = len(self.ops)
-                self.ops.append(op)
-            self.lower_op(op)
-        return None
-
-    def lower_op(self, op: Operation) -> None:
-        handler = getattr(self, f"lower_{op.opcode}", None)
-        if handler is not None:
-            handler(op)
-            return
-        if op.opcode in lanes.LOWER or op.opcode in gpu_math.LOWER:
-            self.lower_elementwise(op)
-            return
-        raise UnsupportedOp(f"the {op.opcode} op")
-
-    def lower_elementwise(self, op: Operation) -> None:
+    # elementwise ops and views ----------------------------------------------------------------------
+    def lower_lanes(self, op: Operation) -> None:
+        """An elementwise op: a scalar computed at once; a block materialized in the layout of its first
+        materialized operand, or left to be recomputed by its consumers where none is."""
         if not any(_is_block(r) for r in op.results):
             result = self.lane_op(op, [self.scalar(o) for o in op.operands])
             for r, value in zip(op.results, result if isinstance(result, list) else [result]):
@@ -928,7 +910,7 @@ class Codegen:
             return None
         if op.opcode == "dot":
             return dot.result_layout(self, op)
-        if op.opcode in lanes.LOWER or op.opcode in gpu_math.LOWER:
+        if op.opcode in self.lane_rules:
             for operand in op.operands:
                 if _is_block(operand) and operand.owner is not None and operand.owner.opcode == "dot":
                     return dot.result_layout(self, operand.owner)
@@ -1526,7 +1508,7 @@ class Codegen:
         """Where ``predicate`` holds, records (once per launch: the first program to fail wins) the
         failure of the current op at block element ``lane``."""
         b = self.b
-        op_index = self._op_index[id(self.current)]
+        op_index = self.op_index[id(self.current)]
 
         def record():
             slot0 = self.record
