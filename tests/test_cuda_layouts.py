@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tritium.backends.cuda import layouts as L
-from tritium.backends.cuda.codegen import _map_offset
+from tritium.backends.cuda.values import _map_offset
 
 SHAPES = [(1,), (2,), (8,), (64,), (128,), (4096,), (1, 8), (4, 4), (2, 64), (16, 16), (8, 128), (64, 32), (2, 4, 8),
           (1, 1, 16), (4, 1, 32)]

@@ -16,9 +16,9 @@ import re
 from typing import Mapping, Optional, Union
 
 from ...compiler.ir.ops import Function
-from ...compiler.ir.spec import SPEC
-from ...errors import NotLoweredError, TritonError, internal_error
+from ...errors import TritonError, internal_error
 from ..base import Backend, GPUTarget, Options, source_digest
+from ..llvm.lowering import lower_kernel, lowered_opcodes
 
 NAME = "cuda"
 DEFAULT_ARCH = 90  # the target of compile-only use without a GPU: an H100/H200
@@ -87,11 +87,9 @@ class CUDABackend(Backend):
         return self.compile_unavailable_reason() or driver.unavailable_reason()
 
     def lowered_opcodes(self) -> frozenset[str]:
-        from ..llvm import scalar
-        from . import codegen, math
+        from . import codegen
 
-        handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
-        return frozenset((handled | set(scalar.LOWER) | set(math.LOWER) | {"yield", "condition"}) & set(SPEC))
+        return lowered_opcodes(codegen.Codegen)
 
     def parse_options(self, options) -> Options:
         """As every backend's, with Triton's default for ``enable_fp_fusion``: TRITON_DEFAULT_FP_FUSION
@@ -131,20 +129,8 @@ class CUDABackend(Backend):
 
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
                                     capability=int(target.arch))
-        try:
-            module = generator.build()
-        except (codegen.UnsupportedOp, NotImplementedError) as error:
-            op = generator.current
-            raise NotLoweredError(getattr(op, "loc", None),
-                                   f"the cuda backend cannot compile {error} in kernel '{fn.name}' yet",
-                                   "no other backend runs kernels on GPU memory: rewrite it without this op, "
-                                   "or pass CPU tensors") from None
-        except TritonError:
-            raise
-        except Exception as error:  # not the kernel's mistake: ours
-            op = generator.current
-            raise internal_error(error, kernel=fn.name, loc=getattr(op, "loc", None),
-                                 opcode=getattr(op, "opcode", ""), where="the cuda backend") from error
+        module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
+                                                 "this op, or pass CPU tensors")
         llir = str(module)
         if options.enable_fp_fusion:
             llir = nvptx.contract(llir)
@@ -164,8 +150,8 @@ class CUDABackend(Backend):
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import codegen
 
+        # the op table error records name ops by comes from the IR (llvm/lowering.py): nothing to lower
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
-        generator.build()  # the op table error records name ops by
         return self._executable(fn, {"ttir": str(fn), **asm}, options, generator, target)
 
     def _executable(self, fn, stages, options, generator, target):
