@@ -148,6 +148,34 @@ class KernelArgument(NamedTuple):
     value: Any
 
 
+class Stages(dict):
+    """An executable's stage outputs by name (``Executable.asm``); those in ``later`` (name -> a
+    function making it) are made when first read (a disassembly, or the layouts of a kernel loaded
+    from the disk cache, which no launch needs)."""
+
+    def __init__(self, stages, later=None):
+        super().__init__(stages)
+        self._later = dict(later or {})
+        for name in self._later:
+            super().__setitem__(name, None)
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if value is None and name in self._later:
+            value = self._later.pop(name)()
+            super().__setitem__(name, value)
+        return value
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
+    def values(self):
+        return [self[name] for name in self]
+
+
 class Executable:
     """A compiled kernel a backend can launch; each backend's executable derives from this class.
     ``asm`` holds each stage's output by stage name. The members with a body here are optional: a

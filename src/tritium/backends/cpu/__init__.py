@@ -17,39 +17,11 @@ from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir.ops import Function
-from ..base import Backend, GPUTarget, Options, largest_block, source_digest
+from ..base import Backend, GPUTarget, Options, Stages, largest_block, source_digest
 from ..llvm.lowering import lower_kernel, lowered_opcodes, op_table
 from . import codegen
 
 NAME = "cpu"
-
-
-class _Stages(dict):
-    """The stages' outputs; those in ``later`` (name -> a function making it) are made when first
-    read: "asm" (the optimized machine code as text), "layouts" of a kernel loaded from the disk
-    cache (its placement stage run again, without generating code)."""
-
-    def __init__(self, stages, later=None):
-        super().__init__(stages)
-        self._later = dict(later or {})
-        for name in self._later:
-            super().__setitem__(name, None)
-
-    def __getitem__(self, name):
-        value = super().__getitem__(name)
-        if value is None and name in self._later:
-            value = self._later.pop(name)()
-            super().__setitem__(name, value)
-        return value
-
-    def get(self, name, default=None):
-        return self[name] if name in self else default
-
-    def items(self):
-        return [(name, self[name]) for name in self]
-
-    def values(self):
-        return [self[name] for name in self]
 
 
 def _assembly(llir: str):
@@ -152,7 +124,7 @@ class CPUBackend(Backend):
         launcher.register_print_hook()
         loaded = jit.LoadedObject(asm["obj"])
         pointer_args, provenance = pointer_provenance(fn)
-        stages = _Stages({"ttir": str(fn), **asm}, {"layouts": _placed(fn), "asm": _assembly(asm["llir"])})
+        stages = Stages({"ttir": str(fn), **asm}, {"layouts": _placed(fn), "asm": _assembly(asm["llir"])})
         return launcher.Executable(fn, loaded, stages, op_table(fn), pointer_args,
                                    provenance, largest_block(fn), needs_program_order(fn),
                                    loaded.word(codegen.SCRATCH_SYMBOL))
@@ -162,6 +134,6 @@ class CPUBackend(Backend):
 
         launcher.register_print_hook()
         loaded = jit.LoadedObject(stages["obj"])
-        stages = _Stages(stages, {"asm": _assembly(stages["llir"])})
+        stages = Stages(stages, {"asm": _assembly(stages["llir"])})
         return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
                                    largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

@@ -1,7 +1,8 @@
 """The NVIDIA GPU backend: the tile IR lowered to LLVM IR for NVPTX, PTX from LLVM, a cubin from
 ``ptxas`` (when present; else the driver compiles the PTX), launched through the CUDA driver.
 
-Stages: "ttir" (the IR after the passes), "llir" (the LLVM IR as generated), "ptx" and "cubin"
+Stages: "ttir" (the IR after the passes), "layouts" (the IR with the layout the code generator chose
+for each block value, ``compiler/ir/encodings.py``), "llir" (the LLVM IR as generated), "ptx" and "cubin"
 (empty without ptxas). Layouts, lowering and the runtime are described in docs/cuda-backend.md.
 Without a GPU the backend still compiles (``tritium ir --stage ptx``, and the suite's PTX tests);
 launching then says what is missing.
@@ -17,7 +18,7 @@ from typing import Mapping, Optional, Union
 
 from ...compiler.ir.ops import Function
 from ...errors import TritonError, internal_error
-from ..base import Backend, GPUTarget, Options, source_digest
+from ..base import Backend, GPUTarget, Options, Stages, source_digest
 from ..llvm.lowering import lower_kernel, lowered_opcodes
 
 NAME = "cuda"
@@ -65,7 +66,7 @@ class CUDABackend(Backend):
     # Memory it launches on by copying it to the GPU and back, only when named (TRITIUM_BACKEND=cuda):
     # how the suite, whose tensors live on the CPU, runs on a GPU.
     staged_devices = frozenset({"cpu"})
-    stages = ("ttir", "llir", "ptx", "cubin")
+    stages = ("ttir", "layouts", "llir", "ptx", "cubin")
     skipped_passes = ("lower_inline_asm",)  # it emits the asm itself
     cached_stages = ("llir", "ptx", "cubin")
     unsupported_opcodes = {
@@ -129,6 +130,7 @@ class CUDABackend(Backend):
 
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
                                     capability=int(target.arch))
+        ttir = str(fn)  # without encodings: the code generator writes them as it chooses layouts
         module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
                                                  "this op, or pass CPU tensors")
         llir = str(module)
@@ -144,15 +146,20 @@ class CUDABackend(Backend):
                 from error
         ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
         cubin = nvptx.assemble(ptx, arch) or b""
-        return self._executable(fn, {"ttir": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}, options, generator,
-                                target)
+        stages = {"ttir": ttir, "layouts": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}
+        return self._executable(fn, stages, options, generator, target)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
         from . import codegen
 
         # the op table error records name ops by comes from the IR (llvm/lowering.py): nothing to lower
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
-        return self._executable(fn, {"ttir": str(fn), **asm}, options, generator, target)
+        def layouts() -> str:  # made only when read: the layouts are chosen while lowering
+            codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
+            return str(fn)
+
+        return self._executable(fn, Stages({"ttir": str(fn), **asm}, {"layouts": layouts}), options, generator,
+                                target)
 
     def _executable(self, fn, stages, options, generator, target):
         from . import launcher

@@ -38,6 +38,25 @@ def _repeat(plans) -> list:
     return [plan for plan in plans for _ in range(plan.registers)]
 
 
+class _Distributed(dict):
+    """Value id -> (its Layout, its registers): where each block value lives. Each layout chosen is
+    also written on its value as the IR's encoding (the "layouts" stage prints them); a value that each
+    consumer recomputes in its own layout has none."""
+
+    def __init__(self, fn: Function):
+        super().__init__()
+        self._values = {r.id: r for op in fn.walk() for r in op.results}
+        self._values.update((a.id, a) for op in fn.walk() for region in op.regions for a in region.args)
+        for value in self._values.values():
+            value.encoding = None  # a previous lowering's (debug mode's variant lowers the IR again)
+
+    def __setitem__(self, value_id: int, placed: tuple) -> None:
+        super().__setitem__(value_id, placed)
+        value = self._values.get(value_id)
+        if value is not None and isinstance(value.type, T.block_type):
+            value.encoding = placed[0].encoding()
+
+
 class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging, Lowering):
     """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order."""
 
@@ -60,7 +79,7 @@ class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging
         self.module.triple = "nvptx64-nvidia-cuda"
         self.axis = analyze_axis_info(fn)  # hints trusted, as Triton does (the interpreter reports false ones)
         self.scalars: dict[int, ir.Value] = {}
-        self.dist: dict[int, tuple] = {}  # value id -> (Layout, registers)
+        self.dist: dict[int, tuple] = _Distributed(fn)  # value id -> (Layout, registers)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
         self._thread_index: dict = {}

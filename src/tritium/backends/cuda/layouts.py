@@ -16,9 +16,11 @@ permute, reshape, a reduction's slice) are rewrites of these tables (docs/cuda-b
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Optional
+
+from ...compiler.ir.encodings import Distributed
 
 Bit = Optional[tuple[int, int]]  # (dim, weight) or None
 WARP_SIZE = 32
@@ -36,6 +38,13 @@ class Layout:
     reg_bits: tuple[tuple[int, int], ...]
     lane_bits: tuple[Bit, ...]
     warp_bits: tuple[Bit, ...]
+    # where the layout comes from ("blocked", "slice", "mma", ...): printed in the IR's encoding, never
+    # compared (two layouts with the same bits are the same layout)
+    kind: str = field(default="blocked", compare=False)
+
+    def encoding(self) -> Distributed:
+        """This layout as the IR's encoding of a block value (compiler/ir/encodings.py)."""
+        return Distributed(self.kind, self.shape, self.reg_bits, self.lane_bits, self.warp_bits)
 
     @property
     def rank(self) -> int:
@@ -116,24 +125,24 @@ def blocked(shape: tuple[int, ...], num_warps: int, order: Optional[tuple[int, .
 
 
 def scalar_layout(num_warps: int) -> Layout:
-    return Layout((), (), (None,) * LANE_BITS, (None,) * log2(num_warps))
+    return Layout((), (), (None,) * LANE_BITS, (None,) * log2(num_warps), "scalar")
 
 
 # rewrites ----------------------------------------------------------------------------------------
-def map_bits(layout: Layout, shape: tuple[int, ...], bit_map: Callable[[int, int], Bit]) -> Layout:
+def map_bits(layout: Layout, shape: tuple[int, ...], bit_map: Callable[[int, int], Bit], kind: str = "") -> Layout:
     """The layout of a block of ``shape`` whose element at index ``f(i)`` is what ``layout`` puts at
     ``i``, where ``f`` maps each bit contribution by ``bit_map`` (None: the bit vanishes). Register bits
     that vanish merge registers: the caller must not need them apart."""
     regs = tuple(m for m in (bit_map(*b) for b in layout.reg_bits) if m is not None)
     lanes = tuple(None if b is None else bit_map(*b) for b in layout.lane_bits)
     warps = tuple(None if b is None else bit_map(*b) for b in layout.warp_bits)
-    return Layout(tuple(shape), regs, lanes, warps)
+    return Layout(tuple(shape), regs, lanes, warps, kind or layout.kind)
 
 
 def sliced(layout: Layout, axis: int) -> Layout:
     """The layout of a reduction's result along ``axis``."""
     shape = layout.shape[:axis] + layout.shape[axis + 1:]
-    return map_bits(layout, shape, lambda d, w: None if d == axis else (d - (d > axis), w))
+    return map_bits(layout, shape, lambda d, w: None if d == axis else (d - (d > axis), w), "slice")
 
 
 def expand_dims(layout: Layout, axis: int) -> Layout:
