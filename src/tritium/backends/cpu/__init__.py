@@ -34,9 +34,9 @@ class _Stages(dict):
     def __getitem__(self, name):
         value = super().__getitem__(name)
         if value is None and name == "asm":
-            from . import jit
+            from ..llvm import host
 
-            value = jit.assembly(super().__getitem__("llir"))
+            value = host.assembly(super().__getitem__("llir"))
             super().__setitem__("asm", value)
         return value
 
@@ -86,9 +86,9 @@ class CPUBackend(Backend):
         return needs_program_order(fn)
 
     def default_target(self) -> GPUTarget:
-        from . import jit
+        from ..llvm import host
 
-        triple, cpu, features = jit.host_cpu()
+        triple, cpu, features = host.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
         return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if config.bounds_checks() else "-unchecked"), 1)
 
@@ -96,11 +96,11 @@ class CPUBackend(Backend):
         return Options(**{**super().parse_options(options).as_dict(), "debug": None})
 
     def compile(self, fn: Function, options: Options, target: GPUTarget):
-        from . import jit
+        from ..llvm import host
 
-        triple, _, _ = jit.host_cpu()
+        triple, _, _ = host.host_cpu()
         generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
-                                    hardware_ldexp=jit.wide_vectors())
+                                    hardware_ldexp=host.wide_vectors())
         try:
             module = generator.build()
         except (codegen.UnsupportedOp, NotImplementedError) as error:
@@ -119,12 +119,12 @@ class CPUBackend(Backend):
 
         launcher.register_print_hook()  # before the symbol check: a process's first kernel may print
         if config.quick_compile():
-            obj = jit.compile_quick(llir)
+            obj = host.compile_quick(llir)
             if obj is not None:  # launched at once; the optimized code replaces it when ready (tiers.py)
                 executable = self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
                 executable.optimize_later(llir)
                 return executable
-        obj = jit.compile_to_object(llir)
+        obj = host.compile_to_object(llir)
         return self._executable(fn, generator, {"ttir": str(fn), "llir": llir, "obj": obj})
 
     def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
@@ -135,18 +135,19 @@ class CPUBackend(Backend):
         return tiers.wait(timeout)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
-        from . import jit
+        from ..llvm import host
 
-        triple, _, _ = jit.host_cpu()
+        triple, _, _ = host.host_cpu()
         generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
-                                    hardware_ldexp=jit.wide_vectors())
+                                    hardware_ldexp=host.wide_vectors())
         generator.build()  # the op table and pointer facts the launcher reports errors with
         return self._executable(fn, generator, {"ttir": str(fn), **asm})
 
     def _executable(self, fn, generator, stages):
-        from . import jit, launcher
+        from ..llvm import host
+        from . import launcher
 
         launcher.register_print_hook()
-        loaded = jit.LoadedObject(stages["obj"])
+        loaded = host.LoadedObject(stages["obj"])
         return launcher.Executable(fn, loaded, _Stages(stages), generator.ops, generator.pointer_args, generator.provenance,
                                    largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

@@ -132,9 +132,9 @@ class Executable:
 
     def install_optimized(self, obj: bytes) -> None:
         """Switches to the fully optimized object ``obj`` (the background compilation's result)."""
-        from . import jit
+        from ..llvm import host
 
-        loaded = jit.LoadedObject(obj)
+        loaded = host.LoadedObject(obj)
         address = loaded.address("tritium_grid")
         self._loaded_quick, self.loaded = self.loaded, loaded  # the quick code may still be running
         self._grid_address = address
@@ -375,6 +375,6 @@ _hook = _PRINT_FUNCTION(_print_hook)
 
 
 def register_print_hook() -> None:
-    from . import jit
+    from ..llvm import host
 
-    jit.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)
+    host.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)

@@ -46,11 +46,11 @@ def build(op) -> str:
     from ..llvm import math as lmath
     from ..llvm import scalar
     from ..llvm.types import I1, I8, I64, PTR, memory_type, register_type
-    from . import jit
+    from ..llvm import host
 
     module = ir.Module(name=f"op_loop_{op.opcode}")
-    module.triple = jit.host_cpu()[0]
-    if jit.wide_vectors():
+    module.triple = host.host_cpu()[0]
+    if host.wide_vectors():
         lmath.use_hardware_ldexp(module)
     arity = len(op.operands)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (arity + 1) + [I64]), _FUNCTION)
@@ -82,9 +82,9 @@ def build(op) -> str:
 
 
 def _compile(op) -> _Loop:
-    from . import jit
+    from ..llvm import host
 
-    return _Loop(jit.LoadedObject(jit.compile_to_object(build(op))), len(op.operands))
+    return _Loop(host.LoadedObject(host.compile_to_object(build(op))), len(op.operands))
 
 
 def loop_for(op) -> _Loop:
