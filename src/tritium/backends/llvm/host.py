@@ -124,7 +124,11 @@ def _quick_object(llvm_ir: str) -> bytes:
 
 def assembly(llvm_ir: str) -> str:
     """The optimized machine code of ``llvm_ir`` as text (compiled again: asked for rarely)."""
-    module = optimize(llvm_ir)
+    return emit_assembly(optimize(llvm_ir))
+
+
+def emit_assembly(module) -> str:
+    """The machine code of an optimized module as text."""
     with _lock:
         return target_machine().emit_assembly(module)
 
