@@ -1,5 +1,9 @@
 """LLVM for the host CPU: the target machine, the optimization pipelines, objects and their loading.
 
+Every host JIT of the backends goes through here: the CPU backend's kernels, the elementwise loops
+the interpreter computes its math with (``elementwise_loops``) and the math library's test harness
+(``math_harness``), so that all of them compile for the same target with the same pipeline.
+
 The target is the host's CPU name and feature string as llvmlite reports them; both are part of
 the compiled objects' cache key (``host_cpu``). Objects are loaded into one MCJIT engine each,
 which keeps their code alive as long as the object holding it.
