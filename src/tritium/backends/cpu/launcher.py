@@ -21,8 +21,8 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
+from .. import malloc_tuning, reports
 from ..base import KernelArgument, byte_range
-from .. import reports
 from ..llvm.types import parameter_plan, scalar_bits
 from . import codegen, workers
 
@@ -57,10 +57,8 @@ def _workers(count: int) -> ThreadPoolExecutor:
 def _tune_malloc() -> None:
     """As the interpreter does at its first launch: glibc keeps freed blocks for reuse, so the
     outputs a caller allocates for each launch are not faulted in page by page every time
-    (TRITIUM_MALLOC_TUNING=0 leaves malloc alone; see backends/interpreter/allocator.py)."""
-    from ..interpreter import allocator
-
-    allocator.tune_once()
+    (TRITIUM_MALLOC_TUNING=0 leaves malloc alone; see backends/malloc_tuning.py)."""
+    malloc_tuning.tune_once()
 
 
 def _strided_bounds(tensor, address: int) -> tuple[int, int]:
