@@ -24,6 +24,7 @@ from ...compiler.ir import types as T
 from .. import malloc_tuning, reports
 from ..base import KernelArgument, byte_range
 from ..llvm.types import parameter_plan, scalar_bits
+from ..print_format import format_print_lines
 from . import codegen, workers
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -345,8 +346,6 @@ _print_lock = threading.Lock()
 
 
 def _print_hook(token, op_index, x, y, z, pointers):
-    from ..interpreter.diagnostics import format_print_lines
-
     entry = _PRINTING.get(token)
     if entry is None:
         return
