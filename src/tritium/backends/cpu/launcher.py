@@ -21,7 +21,7 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
-from .. import malloc_tuning, reports
+from .. import malloc_tuning, registry, reports
 from ..base import KernelArgument, byte_range
 from ..llvm.types import parameter_plan, scalar_bits
 from ..print_format import format_print_lines
@@ -110,6 +110,7 @@ class Executable:
         self._deferred = False  # True until its full compilation is asked for
         self._optimized_lock = threading.Lock()
         self._when_optimized: list = []
+        self._debug_executable = None  # the interpreter's executable of ``fn`` (debug mode: ``_interpreted``)
 
     # tiers (tiers.py) ---------------------------------------------------------------------------
     def optimize_later(self, llvm_ir: str) -> None:
@@ -151,9 +152,7 @@ class Executable:
         debug = config.debug_mode() if debug is None else bool(debug)
         if debug:
             # Debug mode's checks (races, overflow, conversions) are the interpreter's.
-            from ..interpreter import Executable as Interpreted
-
-            Interpreted(self.fn).launch(grid, args, stream, debug=True)
+            self._interpreted().launch(grid, args, stream, debug=True)
             return
         gx, gy, gz = (int(g) for g in grid)
         total = gx * gy * gz
@@ -177,6 +176,16 @@ class Executable:
         finally:
             _PRINTING.pop(self.token, None)
         del keepalive
+
+    def _interpreted(self):
+        """This kernel on the interpreter backend, for debug mode: found through the registry and
+        compiled there through the Backend protocol (once; the interpreter's compilation keeps the
+        IR as it is, so it runs the same function as this code)."""
+        if self._debug_executable is None:
+            interpreter = registry.get("interpreter")
+            self._debug_executable = interpreter.compile(self.fn, interpreter.parse_options({}),
+                                                         interpreter.default_target())
+        return self._debug_executable
 
     def direct_launcher(self, arg_names: list):
         """``launch(grid3, values) -> bool`` for repeated plain launches (``values``: parameter name ->
