@@ -150,11 +150,12 @@ def _time_each_compilation() -> list:
     """The cold compile time of every kernel compiled from now on (ms, appended to the list returned):
     the frontend, LLVM and the loading of the object, timed around ``runtime.compilation.build``. The
     process's one-time costs are paid first, outside the timing: the compile child process is started
-    (``backends/cpu/jit.py``) and the worker pool with it."""
-    from tritium.backends.cpu import jit, launcher, workers
+    (``backends/llvm/host.py``) and the worker pool with it."""
+    from tritium.backends.cpu import launcher, workers
+    from tritium.backends.llvm import host
     from tritium.runtime import compilation
 
-    jit.compile_to_object("define void @warm_up() {\n  ret void\n}\n")
+    host.compile_to_object("define void @warm_up() {\n  ret void\n}\n")
     if workers.available():
         workers.pool(launcher.thread_count())
     times, depth, build = [], [0], compilation.build

@@ -712,12 +712,12 @@ def test_kernels_whose_programs_wait_on_each_other_go_to_the_interpreter_unless_
 
 # tiers: quick code first, the optimized code when it is ready ------------------------------------------
 def test_the_first_launch_runs_quick_code_and_the_optimized_code_replaces_it(monkeypatch):
-    from tritium.backends.cpu import jit
+    from tritium.backends.llvm import host
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
     quick = []
-    original = jit.compile_quick
-    monkeypatch.setattr(jit, "compile_quick", lambda llir: quick.append(original(llir)) or quick[-1])
+    original = host.compile_quick
+    monkeypatch.setattr(host, "compile_quick", lambda llir: quick.append(original(llir)) or quick[-1])
     kernel = triton.jit(_scale.fn)
     n = 5000
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
@@ -734,11 +734,11 @@ def test_the_first_launch_runs_quick_code_and_the_optimized_code_replaces_it(mon
 
 
 def test_without_the_quick_tier_the_first_compilation_is_the_optimized_one(monkeypatch):
-    from tritium.backends.cpu import jit
+    from tritium.backends.llvm import host
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
     monkeypatch.setenv("TRITIUM_QUICK_COMPILE", "0")
-    monkeypatch.setattr(jit, "compile_quick", lambda llir: pytest.fail("compiled quick code"))
+    monkeypatch.setattr(host, "compile_quick", lambda llir: pytest.fail("compiled quick code"))
     y = np.zeros(8, np.float32)
     compiled = triton.jit(_scale.fn)[(1,)](np.ones(8, np.float32), y, 8, B=1024)
     assert not compiled.executable.quick and np.array_equal(y, np.full(8, 3.0, np.float32))
@@ -759,7 +759,8 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     import threading
     import time
 
-    from tritium.backends.cpu import jit, tiers, workers
+    from tritium.backends.cpu import tiers, workers
+    from tritium.backends.llvm import host
 
     if not workers.available():
         pytest.skip("the native worker pool is Linux-only")
@@ -770,7 +771,7 @@ def test_the_optimized_code_takes_over_the_chunks_of_a_running_launch(monkeypatc
     monkeypatch.setattr(tiers, "request", lambda executable: None)
     small = np.ones(256, np.float32)
     triton.jit(_scale_by_four)[(1,)](small, np.zeros_like(small), 256, B=256)
-    replacement = jit.compile_to_object(held.pop()[1])
+    replacement = host.compile_to_object(held.pop()[1])
     n = 1 << 24
     x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
     for attempt in range(5):
@@ -830,17 +831,17 @@ def test_a_kernel_launched_once_on_a_few_lanes_is_optimized_only_when_launched_a
 def test_a_failed_full_compilation_keeps_the_quick_code_with_a_warning(monkeypatch):
     """LLVM failing on the background compilation: the kernel keeps running its quick code (still
     right), a warning names it, and the optimizer thread goes on to optimize the next kernel."""
-    from tritium.backends.cpu import jit
+    from tritium.backends.llvm import host
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
-    original = jit.compile_to_object
+    original = host.compile_to_object
 
     def failing(llvm_ir, background=False):
         if background and "_scale" in llvm_ir:
             raise RuntimeError("LLVM failed on this kernel (simulated)")
         return original(llvm_ir, background)
 
-    monkeypatch.setattr(jit, "compile_to_object", failing)
+    monkeypatch.setattr(host, "compile_to_object", failing)
     kernel = triton.jit(_scale.fn)
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)

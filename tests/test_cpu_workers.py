@@ -139,16 +139,16 @@ def test_a_child_forked_during_a_background_compilation_compiles_and_launches(mo
     launches it. (Closing that stream in the child once hung it.)"""
     import time
 
-    from tritium.backends.cpu import jit
+    from tritium.backends.llvm import host
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
     _launch_and_check()  # a pool, both compile children
     body = "".join(f"  %v{i} = fmul double %v{i - 1}, 1.0000001\n" for i in range(1, 20000))
     slow = f"define double @slow(double %v0) {{\n{body}  ret double %v19999\n}}\n"
-    waiting = threading.Thread(target=jit.compile_to_object, args=(slow,), kwargs={"background": True})
+    waiting = threading.Thread(target=host.compile_to_object, args=(slow,), kwargs={"background": True})
     waiting.start()
     time.sleep(0.05)  # the reply is being waited for
-    assert jit._background_server.lock.locked(), "the background compilation is still in flight"
+    assert host._background_server.lock.locked(), "the background compilation is still in flight"
     pid = os.fork()
     if pid == 0:
         status = 1

@@ -314,11 +314,11 @@ def _host_index_function(plan: mma.Plan, build):
     import llvmlite.binding as llvm
     import llvmlite.ir as ir
 
-    from tritium.backends.cpu import jit
+    from tritium.backends.llvm import host
 
     i32 = ir.IntType(32)
     module = ir.Module(name="index")
-    module.triple = jit.host_cpu()[0]
+    module.triple = host.host_cpu()[0]
     fn = ir.Function(module, ir.FunctionType(i32, [i32] * 3), "index")
     entry = ir.IRBuilder(fn.append_basic_block("entry"))
     body = ir.IRBuilder(fn.append_basic_block("body"))
@@ -328,7 +328,7 @@ def _host_index_function(plan: mma.Plan, build):
     entry.branch(body.block)
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()
-    engine = llvm.create_mcjit_compiler(parsed, jit._new_target_machine(jit=True))
+    engine = llvm.create_mcjit_compiler(parsed, host._new_target_machine(jit=True))
     engine.finalize_object()
     compiled = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(
         engine.get_function_address("index"))

@@ -1,5 +1,6 @@
 """The interpreter raises glibc's malloc thresholds at its first launch, so that arrays freed
-between ops are reused rather than unmapped and faulted in again (allocator.py says why).
+between ops are reused rather than unmapped and faulted in again (backends/malloc_tuning.py says
+why).
 
 Oracle: glibc's own accounting (mallinfo2: bytes held in mmapped blocks) around a 16 MB
 allocation, in a fresh process: with the thresholds raised it comes from the heap; with

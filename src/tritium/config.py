@@ -92,8 +92,8 @@ def share_openmp() -> bool:
 
 def malloc_tuning() -> bool:
     """TRITIUM_MALLOC_TUNING=0: leave glibc's malloc thresholds alone. By default the interpreter
-    raises them at its first launch, so the arrays each op frees are reused instead of being
-    returned to the OS and faulted in again (see backends/interpreter/allocator.py)."""
+    and the CPU backend raise them at their first launch, so the arrays each op frees are reused
+    instead of being returned to the OS and faulted in again (see backends/malloc_tuning.py)."""
     return knobs.environ_get("TRITIUM_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off")
 
 

@@ -26,9 +26,9 @@ NAME = "cpu"
 
 def _assembly(llir: str):
     def make() -> str:
-        from . import jit
+        from ..llvm import host
 
-        return jit.assembly(llir)
+        return host.assembly(llir)
 
     return make
 
@@ -77,9 +77,9 @@ class CPUBackend(Backend):
         return needs_program_order(fn)
 
     def default_target(self) -> GPUTarget:
-        from . import jit
+        from ..llvm import host
 
-        triple, cpu, features = jit.host_cpu()
+        triple, cpu, features = host.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
         return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if config.bounds_checks() else "-unchecked"), 1)
 
@@ -87,12 +87,12 @@ class CPUBackend(Backend):
         return Options(**{**super().parse_options(options).as_dict(), "debug": None})
 
     def compile(self, fn: Function, options: Options, target: GPUTarget):
-        from . import jit
+        from ..llvm import host
 
-        triple, _, _ = jit.host_cpu()
+        triple, _, _ = host.host_cpu()
         ttir = str(fn)
         generator = codegen.Codegen(fn, triple, checks=not str(target.arch).endswith("-unchecked"),
-                                    hardware_ldexp=jit.wide_vectors())
+                                    hardware_ldexp=host.wide_vectors())
         stages = {"ttir": ttir, "layouts": str(fn)}  # the placement stage ran in Codegen()
         module = lower_kernel(generator, "cpu", "run it on the interpreter: TRITIUM_BACKEND=interpreter")
         llir = str(module)
@@ -100,12 +100,12 @@ class CPUBackend(Backend):
 
         launcher.register_print_hook()  # before the symbol check: a process's first kernel may print
         if config.quick_compile():
-            obj = jit.compile_quick(llir)
+            obj = host.compile_quick(llir)
             if obj is not None:  # launched at once; the optimized code replaces it when ready (tiers.py)
                 executable = self._executable(fn, generator, {**stages, "llir": llir, "obj": obj})
                 executable.optimize_later(llir)
                 return executable
-        obj = jit.compile_to_object(llir)
+        obj = host.compile_to_object(llir)
         return self._executable(fn, generator, {**stages, "llir": llir, "obj": obj})
 
     def wait_for_optimized_code(self, timeout: Optional[float] = None) -> bool:
@@ -119,10 +119,11 @@ class CPUBackend(Backend):
         """The executable of a kernel compiled before (its cached stages): no module is generated; the
         op table and the pointer facts the launcher reports errors with come from the IR, the scratch
         size from the object."""
-        from . import jit, launcher
+        from ..llvm import host
+        from . import launcher
 
         launcher.register_print_hook()
-        loaded = jit.LoadedObject(asm["obj"])
+        loaded = host.LoadedObject(asm["obj"])
         pointer_args, provenance = pointer_provenance(fn)
         stages = Stages({"ttir": str(fn), **asm}, {"layouts": _placed(fn), "asm": _assembly(asm["llir"])})
         return launcher.Executable(fn, loaded, stages, op_table(fn), pointer_args,
@@ -130,10 +131,11 @@ class CPUBackend(Backend):
                                    loaded.word(codegen.SCRATCH_SYMBOL))
 
     def _executable(self, fn, generator, stages):
-        from . import jit, launcher
+        from ..llvm import host
+        from . import launcher
 
         launcher.register_print_hook()
-        loaded = jit.LoadedObject(stages["obj"])
+        loaded = host.LoadedObject(stages["obj"])
         stages = Stages(stages, {"asm": _assembly(stages["llir"])})
         return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
                                    largest_block(fn), needs_program_order(fn), generator.scratch_bytes)

@@ -140,7 +140,7 @@ def _accumulator_in_place(cg, acc, work, shape):
 
 def _vector_width() -> int:
     """fp32 lanes of one vector register of the host: 16 with AVX-512, else 8 (AVX2)."""
-    from .jit import wide_vectors
+    from ..llvm.host import wide_vectors
 
     return 16 if wide_vectors() else 8
 

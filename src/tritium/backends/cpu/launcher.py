@@ -21,10 +21,11 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
+from .. import malloc_tuning, registry, reports
 from ..base import Executable as ExecutableBase
 from ..base import KernelArgument, byte_range
-from .. import reports
 from ..llvm.types import parameter_plan, scalar_bits
+from ..print_format import format_print_lines
 from . import codegen, workers
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -58,10 +59,8 @@ def _workers(count: int) -> ThreadPoolExecutor:
 def _tune_malloc() -> None:
     """As the interpreter does at its first launch: glibc keeps freed blocks for reuse, so the
     outputs a caller allocates for each launch are not faulted in page by page every time
-    (TRITIUM_MALLOC_TUNING=0 leaves malloc alone; see backends/interpreter/allocator.py)."""
-    from ..interpreter import allocator
-
-    allocator.tune_once()
+    (TRITIUM_MALLOC_TUNING=0 leaves malloc alone; see backends/malloc_tuning.py)."""
+    malloc_tuning.tune_once()
 
 
 def _strided_bounds(tensor, address: int) -> tuple[int, int]:
@@ -112,6 +111,7 @@ class Executable(ExecutableBase):
         self._deferred = False  # True until its full compilation is asked for
         self._optimized_lock = threading.Lock()
         self._when_optimized: list = []
+        self._debug_executable = None  # the interpreter's executable of ``fn`` (debug mode: ``_interpreted``)
 
     # tiers (tiers.py) ---------------------------------------------------------------------------
     def optimize_later(self, llvm_ir: str) -> None:
@@ -133,9 +133,9 @@ class Executable(ExecutableBase):
 
     def install_optimized(self, obj: bytes) -> None:
         """Switches to the fully optimized object ``obj`` (the background compilation's result)."""
-        from . import jit
+        from ..llvm import host
 
-        loaded = jit.LoadedObject(obj)
+        loaded = host.LoadedObject(obj)
         address = loaded.address("tritium_grid")
         self._loaded_quick, self.loaded = self.loaded, loaded  # the quick code may still be running
         self._grid_address = address
@@ -153,9 +153,7 @@ class Executable(ExecutableBase):
         debug = config.debug_mode() if debug is None else bool(debug)
         if debug:
             # Debug mode's checks (races, overflow, conversions) are the interpreter's.
-            from ..interpreter import Executable as Interpreted
-
-            Interpreted(self.fn).launch(grid, args, stream, debug=True)
+            self._interpreted().launch(grid, args, stream, debug=True)
             return
         gx, gy, gz = (int(g) for g in grid)
         total = gx * gy * gz
@@ -179,6 +177,16 @@ class Executable(ExecutableBase):
         finally:
             _PRINTING.pop(self.token, None)
         del keepalive
+
+    def _interpreted(self):
+        """This kernel on the interpreter backend, for debug mode: found through the registry and
+        compiled there through the Backend protocol (once; the interpreter's compilation keeps the
+        IR as it is, so it runs the same function as this code)."""
+        if self._debug_executable is None:
+            interpreter = registry.get("interpreter")
+            self._debug_executable = interpreter.compile(self.fn, interpreter.parse_options({}),
+                                                         interpreter.default_target())
+        return self._debug_executable
 
     def direct_launcher(self, arg_names: list):
         """``launch(grid3, values) -> bool`` for repeated plain launches (``values``: parameter name ->
@@ -348,8 +356,6 @@ _print_lock = threading.Lock()
 
 
 def _print_hook(token, op_index, x, y, z, pointers):
-    from ..interpreter.diagnostics import format_print_lines
-
     entry = _PRINTING.get(token)
     if entry is None:
         return
@@ -376,6 +382,6 @@ _hook = _PRINT_FUNCTION(_print_hook)
 
 
 def register_print_hook() -> None:
-    from . import jit
+    from ..llvm import host
 
-    jit.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)
+    host.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)

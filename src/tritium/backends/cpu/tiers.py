@@ -1,9 +1,9 @@
 """Quick code first, optimized code when it is ready.
 
 A kernel's first compilation (nothing in the disk cache) makes *quick* code: LLVM with a handful of
-passes and its fast instruction selector (``jit.compile_quick``: scalar loops, 5-8x less LLVM time
+passes and its fast instruction selector (``host.compile_quick``: scalar loops, 5-8x less LLVM time
 than the full pipeline, 3-10x slower to run). The kernel launches with it at once, and ``request``
-queues the full compilation (``jit.compile_to_object(background=True)``, in a compile child of its
+queues the full compilation (``host.compile_to_object(background=True)``, in a compile child of its
 own), which one background thread runs, the kernel launched most often first. It is asked for at
 the kernel's second launch, or at its first when that one has enough work to go to the worker
 pool (``defer``, then ``request``): a kernel launched once on a few lanes, as most tests launch
@@ -75,7 +75,7 @@ def _next():
 
 def _serve() -> None:
     global _running
-    from . import jit
+    from ..llvm import host
 
     while True:
         with _condition:
@@ -87,7 +87,7 @@ def _serve() -> None:
         executable, llvm_ir = entry
         del entry
         try:
-            executable.install_optimized(jit.compile_to_object(llvm_ir, background=True))
+            executable.install_optimized(host.compile_to_object(llvm_ir, background=True))
         except BaseException as failure:  # noqa: BLE001 - the quick code stays; this thread serves every kernel
             _report(executable, failure)
         finally:

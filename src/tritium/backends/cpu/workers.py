@@ -297,15 +297,15 @@ def _functions():
     would double the 15 ms this costs at a process's first threaded launch."""
     import llvmlite.binding as llvm
 
-    from . import jit
+    from ..llvm import host
 
-    jit._initialized()
-    machine = jit.target_machine()
+    host.initialize()
+    machine = host.target_machine()
     module = llvm.parse_assembly(str(_build_module()))
     module.verify()
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
-    loaded = jit.LoadedObject(machine.emit_object(module))
+    loaded = host.LoadedObject(machine.emit_object(module))
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(loaded.address("tritium_worker"))
     dispatch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                                 ctypes.c_int64, ctypes.c_int64)(loaded.address("tritium_dispatch"))

@@ -13,9 +13,10 @@ from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
+from .. import malloc_tuning
 from ..base import Backend, GPUTarget, KernelArgument, Options, largest_block
 from ..base import Executable as ExecutableBase
-from . import allocator, batches
+from . import batches
 from .memory import Allocation, Memory
 
 NAME = "interpreter"
@@ -35,7 +36,7 @@ class Executable(ExecutableBase):
         """``args``: (name, IR type, value) for each run-time parameter, in order; a pointer's value
         is a buffer (``backends.base.Buffer``). ``debug``: debug mode's checks for this launch
         (None: ``TRITIUM_DEBUG``). ``stream`` is accepted and ignored: launches run in order."""
-        allocator.tune_once()
+        malloc_tuning.tune_once()
         memory = Memory(self.fn.name)
         values = []
         for name, ty, value in args:

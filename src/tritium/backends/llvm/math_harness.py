@@ -1,47 +1,30 @@
 """Test and benchmark harness for ``math``: each function compiled into a vectorized loop, numpy
 references, and the ulp distance.
 
-``compile_math(name, bits)`` JIT-compiles (MCJIT, host CPU, LLVM's O3 pipeline with loop and SLP
-vectorization) ``void f(T* x, [T* y,] T* out, i64 n)``, whose loop calls ``math.emit`` once per
-element, and returns a ``MathKernel`` that runs it on numpy arrays. ``reference(name, *args)``
-computes the function in fp64 with numpy (or, where numpy has no such function, with libm through
-the fp64 kernel); ``ulp_distance(result, reference)`` measures an fp32 result against it.
+``compile_math(name, bits)`` JIT-compiles ``void f(T* x, [T* y,] T* out, i64 n)``, whose loop calls
+``math.emit`` once per element, with the CPU backend's host JIT (``host``: this CPU, LLVM's O3
+pipeline with loop and SLP vectorization, MCJIT), and returns a ``MathKernel`` that runs it on
+numpy arrays. ``reference(name, *args)`` computes the function in fp64 with numpy (or, where numpy
+has no such function, with libm through the fp64 kernel); ``ulp_distance(result, reference)``
+measures an fp32 result against it.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
-import threading
 from typing import Optional
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
 from . import host
 from . import math as lmath
 
-_lock = threading.Lock()
 
-
-@functools.lru_cache(maxsize=None)
-def target_machine():
-    """The JIT's target machine: this CPU, all its features, opt level 3."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    libm = ctypes.util.find_library("m")
-    if libm:  # the fp64 functions call libm; make sure its symbols resolve
-        llvm.load_library_permanently(libm)
-    return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
-
-
-@functools.lru_cache(maxsize=None)
 def hardware_ldexp_available() -> bool:
     """True on hosts where the CPU backend builds its loops for 512-bit vectors and scales with a
     vector ldexp instruction (AVX-512): the harness builds its loops the same way."""
-    return host.has_avx512(llvm.get_host_cpu_features().flatten())
+    return host.wide_vectors()
 
 
 def build_module(name: str, bits: int = 32, function: str = "f", hardware_ldexp: Optional[bool] = None) -> ir.Module:
@@ -76,21 +59,9 @@ def build_module(name: str, bits: int = 32, function: str = "f", hardware_ldexp:
 
 
 def optimize(module: ir.Module):
-    """Parsed, verified and optimized (O3, loop and SLP vectorization) module."""
-    tm = target_machine()
-    text = str(module)
-    if hardware_ldexp_available():
-        text = host.prefer_wide_vectors(text)
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return mod
+    """Parsed, verified and optimized (O3, loop and SLP vectorization; 512-bit vectors where the CPU
+    backend asks for them) module, as the CPU backend optimizes a kernel."""
+    return host.optimize(str(module))
 
 
 class MathKernel:
@@ -100,13 +71,11 @@ class MathKernel:
         self.name, self.bits = name, bits
         self.arity = lmath._ARITY[name]
         self.dtype = np.dtype(np.float32 if bits == 32 else np.float64)
-        with _lock:
-            mod = optimize(build_module(name, bits, hardware_ldexp=hardware_ldexp))
-            self.ir = str(mod)
-            self.asm = target_machine().emit_assembly(mod)
-            self._engine = llvm.create_mcjit_compiler(mod, target_machine())  # keeps the code alive
-            self._engine.finalize_object()
-            address = self._engine.get_function_address("f")
+        mod = optimize(build_module(name, bits, hardware_ldexp=hardware_ldexp))
+        self.ir = str(mod)
+        self.asm = host.emit_assembly(mod)
+        self._loaded = host.LoadedObject(host.emit_object(mod))  # keeps the code alive
+        address = self._loaded.address("f")
         sig = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (self.arity + 1)), ctypes.c_int64)
         self._fn = sig(address)
 

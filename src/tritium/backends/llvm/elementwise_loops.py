@@ -1,10 +1,10 @@
-"""One elementwise op of the CPU backend as a compiled loop over numpy arrays.
+"""One elementwise IR op as a compiled loop over numpy arrays, for the host CPU.
 
 The interpreter evaluates the math functions (``exp`` ... ``erf``, ``libdevice``) with these loops,
-so that it and the CPU backend give the same bits: the loop body is the backend's own lane
-lowering (``backends/llvm/scalar.LOWER``: the math library's fp32 polynomials, libm for fp64,
-libdevice's flush-to-zero rules), compiled for this CPU with the backend's target machine and
-pipeline, as a kernel is. ``evaluate(op, args)`` runs ``op`` on the arrays ``args``.
+so that it and the CPU backend give the same bits: the loop body is the lane lowering the CPU
+backend's kernels are made of (``scalar.LOWER``: the math library's fp32 polynomials, libm for
+fp64, libdevice's flush-to-zero rules), compiled for this CPU with the same target machine and
+pipeline as a kernel (``host``). ``evaluate(op, args)`` runs ``op`` on the arrays ``args``.
 
 A loop is ``void map(ptr noalias in_0, ..., ptr noalias out, i64 n)``; each is compiled once per
 process, at its first use, keyed by what the lane lowering reads: the opcode, the ``fn``
@@ -16,9 +16,13 @@ import ctypes
 import threading
 from typing import Optional, Sequence
 
+import llvmlite.ir as ir
 import numpy as np
 
 from ...numerics import native_loops
+from . import host, libdevice, scalar
+from . import math as lmath
+from .types import I1, I8, I64, PTR, memory_type, register_type
 
 _lock = threading.Lock()
 _loops: dict = {}  # key -> _Loop
@@ -40,17 +44,10 @@ def key(op) -> tuple:
 
 
 def build(op) -> str:
-    """The LLVM IR of the loop computing ``op`` elementwise (memory types as the backend's)."""
-    import llvmlite.ir as ir
-
-    from ..llvm import math as lmath
-    from ..llvm import scalar
-    from ..llvm.types import I1, I8, I64, PTR, memory_type, register_type
-    from . import jit
-
+    """The LLVM IR of the loop computing ``op`` elementwise (memory types as the CPU backend's)."""
     module = ir.Module(name=f"op_loop_{op.opcode}")
-    module.triple = jit.host_cpu()[0]
-    if jit.wide_vectors():
+    module.triple = host.host_cpu()[0]
+    if host.wide_vectors():
         lmath.use_hardware_ldexp(module)
     arity = len(op.operands)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (arity + 1) + [I64]), _FUNCTION)
@@ -82,9 +79,7 @@ def build(op) -> str:
 
 
 def _compile(op) -> _Loop:
-    from . import jit
-
-    return _Loop(jit.LoadedObject(jit.compile_to_object(build(op))), len(op.operands))
+    return _Loop(host.LoadedObject(host.compile_to_object(build(op))), len(op.operands))
 
 
 def loop_for(op) -> _Loop:
@@ -118,15 +113,10 @@ def evaluate(op, args: Sequence[np.ndarray]) -> np.ndarray:
 
 def handles(op) -> Optional[str]:
     """None when ``op`` can be evaluated by a compiled loop here, else why not."""
-    from ..llvm import scalar
-
     if op.opcode not in scalar.LOWER:
         return f"the cpu backend does not lower {op.opcode}"
-    if op.opcode == "libdevice":
-        from ..llvm import libdevice
-
-        if not libdevice.supports(op.attrs["fn"]):
-            return f"the cpu backend does not lower libdevice.{op.attrs['fn']}"
+    if op.opcode == "libdevice" and not libdevice.supports(op.attrs["fn"]):
+        return f"the cpu backend does not lower libdevice.{op.attrs['fn']}"
     if any(o.type.scalar.is_ptr() for o in op.operands):
         return "pointer operands"
     return None

@@ -1,13 +1,15 @@
-"""Keeps glibc's malloc from handing the interpreter's freed arrays back to the OS between ops.
+"""Keeps glibc's malloc from handing freed arrays back to the OS, for the backends on host memory.
 
-Every op of a batch allocates arrays of the same few sizes (a value of the batch: hundreds of KB
-to a few MB) and frees them moments later. With glibc's defaults, memory freed at the top of the
-heap beyond a small threshold is returned to the kernel, and the next array of that size is
-faulted in again, page by page, zero-filled: measured here, that made a fp32 multiply of a batch
-value 6-10x slower than the same multiply into memory already mapped, and causal attention 2x
-slower overall. Raising the mmap and trim thresholds lets freed blocks be reused instead. The
-process then keeps up to ``_TRIM_THRESHOLD`` of freed memory mapped for reuse rather than
-returning it at once; ``TRITIUM_MALLOC_TUNING=0`` leaves malloc as it is.
+The interpreter and the CPU backend call ``tune_once`` at every launch. Every op of an interpreter
+batch allocates arrays of the same few sizes (a value of the batch: hundreds of KB to a few MB) and
+frees them moments later. With glibc's defaults, memory freed at the top of the heap beyond a small
+threshold is returned to the kernel, and the next array of that size is faulted in again, page by
+page, zero-filled: measured here, that made a fp32 multiply of a batch value 6-10x slower than the
+same multiply into memory already mapped, and causal attention 2x slower overall. Raising the mmap
+and trim thresholds lets freed blocks be reused instead (on the CPU backend, the outputs a caller
+allocates for each launch). The process then keeps up to ``_TRIM_THRESHOLD`` of freed memory
+mapped for reuse rather than returning it at once; ``TRITIUM_MALLOC_TUNING=0`` leaves malloc as it
+is.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import ctypes
 import ctypes.util
 import threading
 
-from ... import config
+from .. import config
 
 # mallopt(3) parameters, as numbered in glibc's <malloc.h>.
 _M_TRIM_THRESHOLD = -1
