@@ -76,12 +76,12 @@ def source_digest(folder) -> str:
 
     here = pathlib.Path(folder).resolve()
     package = here.parent.parent
-    folders = (here, here.parent, here.parent / "llvm", package / "compiler" / "analysis",
-               package / "compiler" / "ir", package / "numerics")
-    files = [path for folder_ in folders for path in sorted(folder_.glob("*.py"))]
+    trees = (here, here.parent / "llvm", package / "compiler" / "analysis", package / "compiler" / "ir",
+             package / "numerics")  # with their subfolders (backends/llvm/math/)
+    files = sorted(here.parent.glob("*.py")) + [path for tree in trees for path in sorted(tree.rglob("*.py"))]
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.name.encode())
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
