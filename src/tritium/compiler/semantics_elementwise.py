@@ -5,6 +5,7 @@ from typing import Optional
 
 from ..language.core import tensor, unwrap
 from .ir import types as T
+from .ir.spec import FP_ONLY, opcodes_with
 from .promotion import PromotionError, computation_type, python_scalar_type
 
 
@@ -13,9 +14,9 @@ def _is_number(x) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, tensor)
 
 
-# Functions that Triton's math library restricts to fp32/fp64 (triton.language.math).
-FP32_FP64_ONLY = frozenset({"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt",
-                            "erf", "floor", "ceil", "div_rn"})
+# Functions that Triton's math library restricts to fp32/fp64 (triton.language.math): the ops the IR
+# spec marks fp_only, and div_rn (a function on the div op, which elsewhere takes other floats too).
+FP32_FP64_ONLY = opcodes_with(FP_ONLY) | {"div_rn"}
 
 
 class ElementwiseSemantics:

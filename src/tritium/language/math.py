@@ -1,10 +1,13 @@
 """``tl.math``: elementwise math. Names, signatures and dtype rules follow triton.language.math.
 
-exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, erf, floor, ceil and div_rn accept fp32
-and fp64 only, as in Triton: an fp16 or bf16 argument raises ValueError naming the dtype.
+The functions of one float argument (exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, erf,
+floor, ceil) are the IR spec's math opcodes, one function each, made here from the spec
+(``_BY_OPCODE``). They and div_rn accept fp32 and fp64 only, as in Triton: an fp16 or bf16
+argument raises ValueError naming the dtype.
 """
 from __future__ import annotations
 
+from ..compiler.ir.spec import MATH_OPCODES as _MATH_OPCODES
 from .core import _semantic, builtin, unwrap
 
 
@@ -18,18 +21,9 @@ def _unary(name: str):
     return builtin(fn)  # named first: Python's argument errors name the function
 
 
-exp = _unary("exp")
-exp2 = _unary("exp2")
-log = _unary("log")
-log2 = _unary("log2")
-cos = _unary("cos")
-sin = _unary("sin")
-sqrt = _unary("sqrt")
-sqrt_rn = _unary("sqrt_rn")
-rsqrt = _unary("rsqrt")
-erf = _unary("erf")
-floor = _unary("floor")
-ceil = _unary("ceil")
+# tl.math.exp ... tl.math.ceil: one function per math opcode of the IR spec, of the same name.
+_BY_OPCODE = {name: _unary(name) for name in sorted(_MATH_OPCODES)}
+globals().update(_BY_OPCODE)
 
 
 @builtin

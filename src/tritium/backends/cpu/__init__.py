@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Union
 from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir.ops import Function
-from ...compiler.ir.spec import SPEC
+from ...compiler.ir.spec import SPEC, TERMINATORS
 from ...errors import NotLoweredError, TritonError, internal_error
 from ..base import Backend, GPUTarget, Options, largest_block, source_digest
 from . import codegen
@@ -76,7 +76,7 @@ class CPUBackend(Backend):
         from ..llvm import scalar
 
         handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
-        return frozenset((handled | set(scalar.LOWER) | {"yield", "condition"}) & set(SPEC))
+        return frozenset((handled | set(scalar.LOWER) | TERMINATORS) & set(SPEC))
 
     def declines(self, fn: Function) -> bool:
         """Kernels whose programs wait on each other (a lock, a ticket, a spin wait: the effects

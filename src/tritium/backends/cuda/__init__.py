@@ -16,7 +16,7 @@ import re
 from typing import Mapping, Optional, Union
 
 from ...compiler.ir.ops import Function
-from ...compiler.ir.spec import SPEC
+from ...compiler.ir.spec import SPEC, TERMINATORS
 from ...errors import NotLoweredError, TritonError, internal_error
 from ..base import Backend, GPUTarget, Options, source_digest
 
@@ -91,7 +91,7 @@ class CUDABackend(Backend):
         from . import codegen, math
 
         handled = {name[len("lower_"):] for name in dir(codegen.Codegen) if name.startswith("lower_")}
-        return frozenset((handled | set(scalar.LOWER) | set(math.LOWER) | {"yield", "condition"}) & set(SPEC))
+        return frozenset((handled | set(scalar.LOWER) | set(math.LOWER) | TERMINATORS) & set(SPEC))
 
     def parse_options(self, options) -> Options:
         """As every backend's, with Triton's default for ``enable_fp_fusion``: TRITON_DEFAULT_FP_FUSION

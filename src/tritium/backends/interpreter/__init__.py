@@ -13,6 +13,7 @@ from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
+from ...compiler.ir.spec import TERMINATORS
 from ..base import Backend, GPUTarget, KernelArgument, Options, largest_block
 from . import allocator, batches
 from .memory import Allocation, Memory
@@ -69,7 +70,7 @@ class InterpreterBackend(Backend):
     def lowered_opcodes(self) -> frozenset[str]:
         from . import executor
 
-        return frozenset(executor._EXEC) | {"yield", "condition"}  # terminators: read by the region runner
+        return frozenset(executor._EXEC) | TERMINATORS  # terminators: read by the region runner
 
     def parse_options(self, options) -> Options:
         # Debug mode's checks are chosen per launch, so one compilation serves both modes.

@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 
 from . import casts
 from ...compiler.ir import types as _T
+from ...compiler.ir.spec import MATH_OPCODES
 from .types import F32, F64, I1, I32, I64, is_narrow_float, register_type
 
 _FP64 = _T.float64
@@ -344,7 +345,7 @@ def _lower_math(b, op, args):
     return math_call(b, op.opcode, args, ty)
 
 
-for _name in ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil"):
+for _name in MATH_OPCODES:
     LOWER[_name] = _lower_math
 
 @lowers("libdevice")
