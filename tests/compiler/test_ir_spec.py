@@ -79,8 +79,25 @@ def test_every_opcode_is_lowered_or_declared_unsupported(backend):
     assert not missing, f"backend {backend.name} neither lowers nor declares unsupported: {sorted(missing)}"
     stray = set(lowered) - set(spec.SPEC)
     assert not stray, f"backend {backend.name} handles opcodes the spec does not define: {sorted(stray)}"
-    if {"tile_load", "tile_store"} & set(unsupported):
-        assert "lower_tile_access" not in backend.skipped_passes, "tile ops would reach a backend that cannot run them"
+    from tritium.compiler.passes.manager import PIPELINE
+
+    for stage in PIPELINE:
+        if stage.name in backend.skipped_passes:  # what the pass would have rewritten reaches the backend
+            kept = set(stage.removes) - set(lowered)
+            assert not kept, f"{backend.name} skips {stage.name} but does not lower {sorted(kept)}"
+        else:
+            assert set(stage.removes) <= set(unsupported), f"{backend.name} runs {stage.name}"
+
+
+def test_passes_say_what_they_remove():
+    """The reasons a backend gives for an opcode it never runs are the passes' (each names its pass)."""
+    from tritium.compiler.passes.manager import PIPELINE, removed_opcodes
+
+    for stage in PIPELINE:
+        assert set(stage.removes) <= set(spec.SPEC), stage.name
+        assert all(stage.name in reason for reason in stage.removes.values()), stage.name
+    assert set(removed_opcodes()) == {"tile_load", "tile_store", "inline_asm"}
+    assert set(removed_opcodes(skipped=("lower_inline_asm",))) == {"tile_load", "tile_store"}
 
 
 # groups of opcodes ---------------------------------------------------------------------------------

@@ -179,9 +179,6 @@ class Backend(abc.ABC):
     # Passes of the compiler's pipeline (compiler/passes/manager.py) this backend does without: a
     # GPU backend with a tile-copy unit skips "lower_tile_access" and lowers tile_load itself.
     skipped_passes: ClassVar[tuple[str, ...]] = ()
-    # IR opcodes this backend does not run, each with the reason (checked against the IR spec by
-    # tests/compiler/test_ir_spec.py, together with ``lowered_opcodes``).
-    unsupported_opcodes: ClassVar[Mapping[str, str]] = {}
     # True where the math functions (exp ... erf, libdevice) give the interpreter's bits: the
     # interpreter evaluates them with this backend's code (backends/interpreter/math_functions.py).
     math_as_interpreter: ClassVar[bool] = False
@@ -196,6 +193,15 @@ class Backend(abc.ABC):
     def lowered_opcodes(self) -> frozenset[str]:
         """The IR opcodes this backend executes or lowers (its table of handlers)."""
         raise NotImplementedError(f"the {self.name} backend does not list the opcodes it lowers")
+
+    @property
+    def unsupported_opcodes(self) -> Mapping[str, str]:
+        """IR opcodes this backend never runs, each with the reason: those the compiler's passes it
+        does not skip rewrite away (checked against the IR spec by tests/compiler/test_ir_spec.py,
+        together with ``lowered_opcodes``)."""
+        from ..compiler.passes.manager import removed_opcodes
+
+        return removed_opcodes(self.skipped_passes)
 
     def unavailable_reason(self) -> Optional[str]:
         """Why this backend cannot run here (a missing library or device), or None when it can."""

@@ -61,11 +61,6 @@ class InterpreterBackend(Backend):
     version = "1"
     devices = frozenset({"cpu"})
     stages = ("ttir",)
-    unsupported_opcodes = {
-        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
-        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
-        "inline_asm": "the compiler's lower_inline_asm pass turns it into the tl ops that emulate its instruction",
-    }
 
     def lowered_opcodes(self) -> frozenset[str]:
         from . import executor
