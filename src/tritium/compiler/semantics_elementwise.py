@@ -224,6 +224,19 @@ class ElementwiseSemantics:
         a, b = self._promote(a, b)
         return self._emit(kind, [a, b], a.type, {"propagate_nan": propagate_nan} if a.dtype.is_floating() else None)
 
+    def clamp(self, x, low, high, propagate_nan: str = "none") -> tensor:
+        """tl.clamp: ``minimum(maximum(x, low), high)``, promoted as those two would be, x with low
+        first. Floats are those two ops; integers one ``clamp`` op in the type of all three (a bound
+        that widens the type widens the other bound too)."""
+        x, low = self._promote(x, low)
+        high_value = unwrap(high)
+        if x.dtype.is_floating() or (isinstance(high_value, float) if _is_number(high_value)
+                                     else self.to_tensor(high_value).dtype.is_floating()):
+            return self.minmax("minimum", self.minmax("maximum", x, low, propagate_nan), high, propagate_nan)
+        x, high = self._promote(x, high)
+        x, low, high = self._broadcast_all([x, self.cast(low, x.dtype), high])
+        return self._emit("clamp", [x, low, high], x.type)
+
     def where(self, cond, a, b) -> tensor:
         cond = self.to_bool(self.to_tensor(cond))
         a_ptr = isinstance(a, tensor) and a.dtype.is_ptr()

@@ -97,10 +97,6 @@ def _nan_mode(value) -> str:
 
 @builtin
 def clamp(x, min, max, propagate_nan="none"):
-    """``minimum(maximum(x, min), max)``."""
-    sem = _semantic()
-    result = sem.minmax("minimum", sem.minmax("maximum", x, min, _nan_mode(propagate_nan)), max, _nan_mode(propagate_nan))
-    if not result.dtype.is_floating():
-        raise TypeError(f"Unexpected dtype {result.dtype}: only floating point clamp is supported "
-                        "(use tl.minimum(tl.maximum(x, lo), hi) for integers)")
-    return result
+    """``minimum(maximum(x, min), max)``: floats with ``propagate_nan``, integers by the dtype's
+    signedness (``min > max`` gives ``max``)."""
+    return _semantic().clamp(x, min, max, _nan_mode(propagate_nan))

@@ -340,6 +340,15 @@ def exec_addptr(ex, op, args, active):
     return ptr + offset.astype(np.int64) * size
 
 
+def _evaluated(ex, op, args, active):
+    return elementwise.evaluate(op.opcode, args, op.attrs, op.operands[0].type.scalar)
+
+
+# Every other op numerics.elementwise defines (clamp, ...) runs that definition: it needs no handler here.
+for _opcode in elementwise.EVALUATE.keys() - _EXEC.keys():
+    _EXEC[_opcode] = _evaluated
+
+
 # memory -------------------------------------------------------------------------------------------------
 def _access_mask(ex, mask, active, ty):
     rank = len(T.shape_of(ty))

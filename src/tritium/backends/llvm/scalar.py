@@ -52,7 +52,8 @@ def _fsuffix(ty) -> str:
 
 
 def float_binary(b, dtype, args, compute):
-    """``compute`` on the operands in their arithmetic type, the result rounded back to ``dtype``."""
+    """``compute`` on the operands (two, or more) in their arithmetic type, the result rounded back
+    to ``dtype``."""
     wide = [casts.to_arithmetic(b, a, dtype) for a in args]
     return casts.from_arithmetic(b, compute(*wide), dtype)
 
@@ -204,6 +205,17 @@ def lower_extremum(b, op, args):
         propagate = op.attrs.get("propagate_nan", "none") == "all"
         return float_binary(b, ty, args, lambda x, y: float_extremum(b, x, y, maximum, propagate))
     return int_extremum(b, *args, maximum, ty.is_int_signed() and not ty.is_bool())
+
+
+@lowers("clamp")
+def lower_clamp(b, op, args):
+    ty = _result(op)
+    if ty.is_floating():
+        propagate = op.attrs.get("propagate_nan", "none") == "all"
+        return float_binary(b, ty, args, lambda x, low, high: float_extremum(
+            b, float_extremum(b, x, low, True, propagate), high, False, propagate))
+    signed = ty.is_int_signed() and not ty.is_bool()
+    return int_extremum(b, int_extremum(b, args[0], args[1], True, signed), args[2], False, signed)
 
 
 @lowers("umulhi")

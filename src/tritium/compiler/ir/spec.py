@@ -254,6 +254,11 @@ _op("minimum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "a
 _op("maximum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
     traits=_COMMUTATIVE,
     semantics="As minimum, mirrored: maximum(+0, -0) = +0.")
+_op("clamp", ("value", "low", "high"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
+    traits=_ELEMENTWISE,
+    semantics="minimum(maximum(value, low), high), each step as that op says: integers by the type's signedness "
+              "(low > high gives high); floats NaN-ignoring unless propagate_nan=all, -0 < +0. tl.clamp emits it for "
+              "integers; for floats it emits maximum then minimum, whose GPU instructions a backend chooses there.")
 _op("umulhi", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
     semantics="The high half of the double-width product of two integers (signedness of the type).")
 _op("neg", ("value",), [], "same_as_operand", traits=_ELEMENTWISE + (OVERFLOW_CHECKED,),
