@@ -105,6 +105,22 @@ def test_math_uses_tritons_instructions(fn, instruction):
     assert instruction in ptx
 
 
+@triton.jit
+def _int_clamp(x_ptr, lo_ptr, hi_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.clamp(tl.load(x_ptr + offs), tl.load(lo_ptr + offs), tl.load(hi_ptr + offs)))
+
+
+@pytest.mark.parametrize("dtype,instruction", [("i32", "s32"), ("u32", "u32"), ("i64", "s64"), ("u64", "u64")])
+def test_integer_clamp_is_a_max_then_a_min_of_the_dtypes_signedness(dtype, instruction):
+    """The clamp op reaches the GPU through the host's one-lane rule (backends/llvm/scalar.py)."""
+    signature = {name: f"*{dtype}:16" for name in ("x_ptr", "lo_ptr", "hi_ptr", "out_ptr")}
+    ptx = body(compile_for(_int_clamp, dict(signature, BLOCK="constexpr"), {"BLOCK": 128}))
+    assert f"max.{instruction}" in ptx and f"min.{instruction}" in ptx
+    other = {"s": "u", "u": "s"}[instruction[0]] + instruction[1:]
+    assert f"max.{other}" not in ptx and f"min.{other}" not in ptx
+
+
 def test_libdevice_is_linked_in_and_nothing_else_is_left_to_resolve():
     signature = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "out_ptr": "*fp32:16", "BLOCK": "constexpr",
                  "FN": "constexpr"}

@@ -412,11 +412,52 @@ def test_clamp(dtype):
     assert_bits_equal(out2, np.clip(x.astype(np.float64), -1.0, 2.0).astype(NP[dtype]), "clamp constants")
 
 
-def test_clamp_on_integers_is_rejected():
-    """Triton's tl.clamp is floating-point only."""
-    x = np.arange(4, dtype=np.int32)
-    with pytest.raises(triton.CompilationError, match="floating"):
-        clamp_kernel[(1,)](x, x, x, np.zeros(4, np.int32), 4, BLOCK=4)
+@triton.jit
+def int_clamp_constant_kernel(x_ptr, out_ptr, n, LO: tl.constexpr, HI: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    r = tl.clamp(x, LO, HI)
+    tl.static_assert(r.dtype == x.dtype)  # Python numbers take the tensor's type, as in tl.maximum
+    tl.store(out_ptr + offs, r, mask=m)
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES)
+def test_integer_clamp(dtype, backend):
+    """tl.clamp on integers (Triton 3.9): minimum(maximum(x, lo), hi), compared by the dtype's
+    signedness (an unsigned value with its top bit set is large); lo > hi gives hi. Exact."""
+    r = rng()
+    x, lo, hi = random_ints(dtype, N, r), random_ints(dtype, N, r)[::-1].copy(), random_ints(dtype, N, r)
+    info = np.iinfo(NP[dtype])
+    lo[6:12], hi[6:12] = info.min, info.max  # no-op bounds
+    x[12:16], lo[12:16], hi[12:16] = x[16:20], x[16:20], x[16:20]  # x on both bounds
+    out = np.zeros(N, NP[dtype])
+    clamp_kernel[(triton.cdiv(N, 128),)](x, lo, hi, out, N, BLOCK=128)
+    assert_bits_equal(out, np.minimum(np.maximum(x, lo), hi), "integer clamp")
+    assert (lo > hi).any() and (out[lo > hi] == hi[lo > hi]).all()
+    low, high = (3, 100) if dtype.startswith("u") else (-100, 3)
+    out2 = np.zeros(N, NP[dtype])
+    int_clamp_constant_kernel[(triton.cdiv(N, 256),)](x, out2, N, LO=low, HI=high, BLOCK=256)
+    assert_bits_equal(out2, np.clip(x, low, high).astype(NP[dtype]), "integer clamp, constant bounds")
+
+
+def test_integer_clamp_of_mixed_widths_clamps_in_the_wider_type(backend):
+    """int8 values with int32 bounds: promoted as tl.maximum(x, lo) and tl.minimum(..., hi) promote."""
+    x = np.array([-128, -5, 0, 7, 127, 100, -100, 3], np.int8)
+    lo = np.array([-1000, 0, 1, -3, 500, -2**31, 2**31 - 1, 5], np.int32)
+    hi = np.array([-200, 10, 2, 5, 600, 2**31 - 1, -2**31, 4], np.int32)
+    out = np.zeros(8, np.int32)
+    clamp_kernel[(1,)](x, lo, hi, out, 8, BLOCK=8)
+    assert_bits_equal(out, np.minimum(np.maximum(x.astype(np.int32), lo), hi), "mixed-width clamp")
+
+
+def test_clamp_of_pointers_is_refused():
+    @triton.jit
+    def pointer_clamp(x_ptr, BLOCK: tl.constexpr):
+        tl.clamp(x_ptr, x_ptr, x_ptr)
+
+    with pytest.raises(triton.CompilationError, match="not defined for"):
+        pointer_clamp[(1,)](np.zeros(4, np.int32), BLOCK=4)
 
 
 @triton.jit

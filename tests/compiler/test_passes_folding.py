@@ -13,6 +13,7 @@ from tritium.compiler.ir.parser import parse_function
 from tritium.compiler.ir.printer import print_function
 from tritium.compiler.ir.verifier import verify
 from tritium.compiler.passes import eliminate_dead_code, fold_constants
+from tritium.compiler.passes.constant_fold import FOLDABLE
 
 
 # constant folding ---------------------------------------------------------------------------------------
@@ -115,7 +116,8 @@ def _bits(name: str) -> int:
 
 
 def _ops(ty: str) -> list[tuple[str, str, int, str]]:
-    """(opcode, attributes text, operand count, result type) of each op folded on ``ty``."""
+    """(opcode, attributes text, operand count, result type) of each op folded on ``ty``; clamp's
+    operands are named instead of counted ("aba": a, b, a)."""
     ops = []
     binary = {"i1": ["add", "sub", "mul", "and", "or", "xor"],
               **{t: ["add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "shl", "shr"] for t in _INTS},
@@ -125,6 +127,9 @@ def _ops(ty: str) -> list[tuple[str, str, int, str]]:
         ops += [("cmp", f" {{predicate='{p}'}}", 2, "i1") for p in ("lt", "le", "gt", "ge", "eq", "ne")]
         for opcode in ("minimum", "maximum"):
             ops += [(opcode, "", 2, ty), (opcode, " {propagate_nan='all'}", 2, ty)]
+        ops += [("clamp", "", "aba", ty), ("clamp", "", "bab", ty)]
+        if ty in _FLOATS:
+            ops += [("clamp", " {propagate_nan='all'}", "aba", ty), ("clamp", " {propagate_nan='all'}", "bab", ty)]
         ops += [("neg", "", 1, ty)]
     if ty == "i1" or ty in _INTS:
         ops += [("not", "", 1, ty)]
@@ -171,9 +176,10 @@ def _fold_case(ty: str, triples: list) -> tuple[str, int, int]:
                   f"%c{n} = constant {{value={condition}}} : i1"]
         for k, (opcode, attrs, arity, result) in enumerate(_ops(ty)):
             name = f"%r{n}_{k}"
-            operands = {1: [f"%a{n}"], 2: [f"%a{n}", f"%b{n}"], 3: [f"%c{n}", f"%a{n}", f"%b{n}"]}[arity]
+            operands = {1: [f"%a{n}"], 2: [f"%a{n}", f"%b{n}"], 3: [f"%c{n}", f"%a{n}", f"%b{n}"],
+                        "aba": [f"%a{n}", f"%b{n}", f"%a{n}"], "bab": [f"%b{n}", f"%a{n}", f"%b{n}"]}[arity]
             lines.append(f"{name} = {opcode} {', '.join(operands)}{attrs} : {result}")
-            reported += _debug_reports(opcode, ty, result, [a, b][:arity])
+            reported += _debug_reports(opcode, ty, result, [a, b][:arity] if isinstance(arity, int) else [a, b])
             width = _bits(result)
             if result != "i1":  # the result's bits, as a signed integer of its width
                 lines.append(f"{name}_bits = bitcast {name} : i{width}")
@@ -242,9 +248,7 @@ def test_folded_constants_are_bit_identical_to_executing_the_op(ty):
             fn = parse_function(text)
             if fold:
                 fold_constants(fn)
-                left = [op for op in fn.walk() if op.opcode in ("add", "sub", "mul", "floordiv", "mod", "and", "or",
-                                                                 "xor", "shl", "shr", "cmp", "minimum", "maximum",
-                                                                 "neg", "not", "abs", "select", "cast")
+                left = [op for op in fn.walk() if op.opcode in FOLDABLE
                         and all(v.owner is not None and v.owner.opcode == "constant" for v in op.operands)]
                 assert len(left) == reported, [(op.opcode, op.attrs) for op in left]
             verify(fn)

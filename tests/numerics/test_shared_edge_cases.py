@@ -119,3 +119,54 @@ def test_max_min_reductions_order_signed_zeros_and_ignore_nan(dtype):
         assert same.all(), (name, x[~same][:3], out[~same][:3], expected[~same][:3])
     assert high[:2].tolist() == [0.0, -1.0] and not np.signbit(high[0])
     assert low[:2].tolist() == [0.0, -2.0] and np.signbit(low[0])
+
+
+# clamp: maximum then minimum ---------------------------------------------------------------------------
+_CLAMP_AND_ITS_STEPS = """func @k(%x: ptr<{t}>, %lo: ptr<{t}>, %hi: ptr<{t}>, %one: ptr<{t}>, %two: ptr<{t}>) {{
+  %i = arange {{start=0, end=16}} : <16xi32>
+  %xs = splat %x : <16xptr<{t}>>
+  %xp = addptr %xs, %i : <16xptr<{t}>>
+  %los = splat %lo : <16xptr<{t}>>
+  %lop = addptr %los, %i : <16xptr<{t}>>
+  %his = splat %hi : <16xptr<{t}>>
+  %hip = addptr %his, %i : <16xptr<{t}>>
+  %a = load %xp : <16x{t}>
+  %b = load %lop : <16x{t}>
+  %c = load %hip : <16x{t}>
+  %r = clamp %a, %b, %c{nan} : <16x{t}>
+  %m = maximum %a, %b{nan} : <16x{t}>
+  %s = minimum %m, %c{nan} : <16x{t}>
+  %ones = splat %one : <16xptr<{t}>>
+  %onep = addptr %ones, %i : <16xptr<{t}>>
+  store %onep, %r
+  %twos = splat %two : <16xptr<{t}>>
+  %twop = addptr %twos, %i : <16xptr<{t}>>
+  store %twop, %s
+}}"""
+
+
+@pytest.mark.parametrize("backend_name", ["interpreter", "cpu"])
+@pytest.mark.parametrize("dtype,nan", [(np.float32, ""), (np.float32, " {propagate_nan='all'}"), (np.float16, ""),
+                                       (np.float64, " {propagate_nan='all'}"), (np.int8, ""), (np.uint32, "")])
+def test_clamp_is_maximum_then_minimum(backend_name, dtype, nan):
+    """The clamp op on floats, which only IR holds (tl.clamp on floats emits the two steps), and on
+    integers: bit for bit the two steps, NaN and signed zeros included."""
+    backend = registry.get(backend_name)
+    if not backend.is_available():
+        pytest.skip(f"the {backend_name} backend is not available here")
+    t = {np.float32: "fp32", np.float16: "fp16", np.float64: "fp64", np.int8: "i8", np.uint32: "u32"}[dtype]
+    if np.dtype(dtype).kind == "f":
+        values = [0.0, -0.0, math.nan, -math.inf, math.inf, 1.5, -2.0, 3.0]
+    else:
+        info = np.iinfo(dtype)
+        values = [info.min, info.max, 0, 1, info.max - 1, info.min + 1, 3, 2]
+    rng = np.random.default_rng(7)
+    x, lo, hi = (rng.choice(np.array(values, dtype), 16) for _ in range(3))
+    fn = parse_function(_CLAMP_AND_ITS_STEPS.format(t=t, nan=nan))
+    verify(fn)
+    one, two = np.zeros(16, dtype), np.ones(16, dtype)
+    executable = backend.compile(fn, backend.parse_options({}), backend.default_target())
+    executable.launch((1, 1, 1), [KernelArgument(name, value.type, tensor_view(array))
+                                  for name, value, array in zip(fn.arg_names, fn.args, (x, lo, hi, one, two))])
+    bits = f"u{np.dtype(dtype).itemsize}"
+    assert (one.view(bits) == two.view(bits)).all(), (x, lo, hi, one, two)

@@ -228,9 +228,6 @@ class Backend(abc.ABC):
     # Passes of the compiler's pipeline (compiler/passes/manager.py) this backend does without: a
     # GPU backend with a tile-copy unit skips "lower_tile_access" and lowers tile_load itself.
     skipped_passes: ClassVar[tuple[str, ...]] = ()
-    # IR opcodes this backend does not run, each with the reason (checked against the IR spec by
-    # tests/compiler/test_ir_spec.py, together with ``lowered_opcodes``).
-    unsupported_opcodes: ClassVar[Mapping[str, str]] = {}
     # Kinds of memory it launches on by copying the tensors to its device and back (the CUDA backend
     # runs kernels on host tensors this way in the test suite); ``devices`` are those it serves.
     staged_devices: ClassVar[frozenset[str]] = frozenset()
@@ -257,6 +254,15 @@ class Backend(abc.ABC):
     def lowered_opcodes(self) -> frozenset[str]:
         """The IR opcodes this backend executes or lowers (its table of handlers)."""
         raise NotImplementedError(f"the {self.name} backend does not list the opcodes it lowers")
+
+    @property
+    def unsupported_opcodes(self) -> Mapping[str, str]:
+        """IR opcodes this backend never runs, each with the reason: those the compiler's passes it
+        does not skip rewrite away (checked against the IR spec by tests/compiler/test_ir_spec.py,
+        together with ``lowered_opcodes``)."""
+        from ..compiler.passes.manager import removed_opcodes
+
+        return removed_opcodes(self.skipped_passes)
 
     def unavailable_reason(self) -> Optional[str]:
         """Why this backend cannot run here (a missing library or device), or None when it can."""

@@ -11,9 +11,10 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 from .ir import types as T
+from .ir.spec import SHARED_MEMORY, opcodes_with
 
 # Ops a GPU routes through shared memory; ``metadata.shared`` adds up the bytes of their operands.
-_SHARED_MEMORY_OPCODES = frozenset({"reduce", "scan", "dot", "permute"})
+_SHARED_MEMORY_OPCODES = opcodes_with(SHARED_MEMORY)
 
 
 def shared_memory_bytes(fn, num_stages: int) -> int:

@@ -5,6 +5,7 @@ from typing import Optional
 
 from ..language.core import tensor, unwrap
 from .ir import types as T
+from .ir.spec import FP_ONLY, opcodes_with
 from .promotion import PromotionError, computation_type, python_scalar_type
 
 
@@ -13,9 +14,9 @@ def _is_number(x) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, tensor)
 
 
-# Functions that Triton's math library restricts to fp32/fp64 (triton.language.math).
-FP32_FP64_ONLY = frozenset({"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt",
-                            "erf", "floor", "ceil", "div_rn"})
+# Functions that Triton's math library restricts to fp32/fp64 (triton.language.math): the ops the IR
+# spec marks fp_only, and div_rn (a function on the div op, which elsewhere takes other floats too).
+FP32_FP64_ONLY = opcodes_with(FP_ONLY) | {"div_rn"}
 
 
 class ElementwiseSemantics:
@@ -222,6 +223,19 @@ class ElementwiseSemantics:
     def minmax(self, kind: str, a, b, propagate_nan: str = "none") -> tensor:
         a, b = self._promote(a, b)
         return self._emit(kind, [a, b], a.type, {"propagate_nan": propagate_nan} if a.dtype.is_floating() else None)
+
+    def clamp(self, x, low, high, propagate_nan: str = "none") -> tensor:
+        """tl.clamp: ``minimum(maximum(x, low), high)``, promoted as those two would be, x with low
+        first. Floats are those two ops; integers one ``clamp`` op in the type of all three (a bound
+        that widens the type widens the other bound too)."""
+        x, low = self._promote(x, low)
+        high_value = unwrap(high)
+        if x.dtype.is_floating() or (isinstance(high_value, float) if _is_number(high_value)
+                                     else self.to_tensor(high_value).dtype.is_floating()):
+            return self.minmax("minimum", self.minmax("maximum", x, low, propagate_nan), high, propagate_nan)
+        x, high = self._promote(x, high)
+        x, low, high = self._broadcast_all([x, self.cast(low, x.dtype), high])
+        return self._emit("clamp", [x, low, high], x.type)
 
     def where(self, cond, a, b) -> tensor:
         cond = self.to_bool(self.to_tensor(cond))

@@ -8,10 +8,7 @@ from ..compiler.ir.types import (  # noqa: F401
 )
 from . import math  # noqa: F401
 from .core import builtin, constexpr, tensor  # noqa: F401
-from .math import (  # noqa: F401
-    abs, ceil, clamp, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, maximum, minimum, rsqrt,
-    sin, sqrt, sqrt_rn, umulhi,
-)
+from .math import abs, clamp, div_rn, fdiv, fma, maximum, minimum, umulhi  # noqa: F401
 from .standard import (  # noqa: F401
     PropagateNan, arange, assume, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg,
     atomic_xor, argmax, argmin, associative_scan, broadcast, broadcast_to, cast, cdiv, cumprod,
@@ -34,6 +31,8 @@ from . import extra  # noqa: F401
 from .aggregate import aggregate_replace  # noqa: F401
 from .dot_scaled import dot_scaled  # noqa: F401
 
+globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec
+
 bool_ = int1
 pi32_t = pointer_type(int32)
 void = None
@@ -52,7 +51,6 @@ def _tensor_member_functions():
              "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
              "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave", "cast"]
     table = {name: getattr(standard, name) for name in names}
-    for name in ["exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil", "abs",
-                 "fma", "sqrt_rn", "umulhi"]:
+    for name in [*math._BY_OPCODE, "abs", "fma", "umulhi"]:
         table[name] = getattr(math, name)
     return table

@@ -1,10 +1,13 @@
 """``tl.math``: elementwise math. Names, signatures and dtype rules follow triton.language.math.
 
-exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, erf, floor, ceil and div_rn accept fp32
-and fp64 only, as in Triton: an fp16 or bf16 argument raises ValueError naming the dtype.
+The functions of one float argument (exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, erf,
+floor, ceil) are the IR spec's math opcodes, one function each, made here from the spec
+(``_BY_OPCODE``). They and div_rn accept fp32 and fp64 only, as in Triton: an fp16 or bf16
+argument raises ValueError naming the dtype.
 """
 from __future__ import annotations
 
+from ..compiler.ir.spec import MATH_OPCODES as _MATH_OPCODES
 from .core import _semantic, builtin, unwrap
 
 
@@ -18,18 +21,9 @@ def _unary(name: str):
     return builtin(fn)  # named first: Python's argument errors name the function
 
 
-exp = _unary("exp")
-exp2 = _unary("exp2")
-log = _unary("log")
-log2 = _unary("log2")
-cos = _unary("cos")
-sin = _unary("sin")
-sqrt = _unary("sqrt")
-sqrt_rn = _unary("sqrt_rn")
-rsqrt = _unary("rsqrt")
-erf = _unary("erf")
-floor = _unary("floor")
-ceil = _unary("ceil")
+# tl.math.exp ... tl.math.ceil: one function per math opcode of the IR spec, of the same name.
+_BY_OPCODE = {name: _unary(name) for name in sorted(_MATH_OPCODES)}
+globals().update(_BY_OPCODE)
 
 
 @builtin
@@ -103,10 +97,6 @@ def _nan_mode(value) -> str:
 
 @builtin
 def clamp(x, min, max, propagate_nan="none"):
-    """``minimum(maximum(x, min), max)``."""
-    sem = _semantic()
-    result = sem.minmax("minimum", sem.minmax("maximum", x, min, _nan_mode(propagate_nan)), max, _nan_mode(propagate_nan))
-    if not result.dtype.is_floating():
-        raise TypeError(f"Unexpected dtype {result.dtype}: only floating point clamp is supported "
-                        "(use tl.minimum(tl.maximum(x, lo), hi) for integers)")
-    return result
+    """``minimum(maximum(x, min), max)``: floats with ``propagate_nan``, integers by the dtype's
+    signedness (``min > max`` gives ``max``)."""
+    return _semantic().clamp(x, min, max, _nan_mode(propagate_nan))

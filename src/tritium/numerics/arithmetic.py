@@ -226,33 +226,32 @@ def _exact_erf(x: np.ndarray) -> np.ndarray:
     return libm.apply("erf", x.astype(np.float64, copy=False))
 
 
-_MATH = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "cos": np.cos,
-    "sin": np.sin,
-    "sqrt": np.sqrt,
-    "sqrt_rn": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "erf": _exact_erf,
-    "floor": np.floor,
-    "ceil": np.ceil,
+# Each math opcode of the IR spec: its numpy evaluation (in fp64), and the C math library's function
+# of the same name where fp32 and fp64 arguments are evaluated by it instead (in compiled loops: fp64,
+# rounded once for fp32), or None.
+MATH_FUNCTIONS = {
+    "exp": (np.exp, "exp"),
+    "exp2": (np.exp2, "exp2"),
+    "log": (np.log, "log"),
+    "log2": (np.log2, "log2"),
+    "cos": (np.cos, "cos"),
+    "sin": (np.sin, "sin"),
+    "sqrt": (np.sqrt, None),
+    "sqrt_rn": (np.sqrt, None),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), None),
+    "erf": (_exact_erf, "erf"),
+    "floor": (np.floor, None),
+    "ceil": (np.ceil, None),
 }
-
-
-# Evaluated by the C math library in compiled loops (fp64, rounded once for fp32).
-_LIBM = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "erf"})
 
 
 def math_function(name: str, x: np.ndarray) -> np.ndarray:
     """fp32 (and narrower) arguments are evaluated in fp64 and rounded once. (The interpreter uses
     this only where the CPU backend's compiled math is not available:
     backends/interpreter/math_functions.py.)"""
-    if name in _LIBM and x.dtype in (np.float32, np.float64):
-        return libm.apply(name, x)  # evaluated in fp64, rounded once, in compiled code
-    fn = _MATH[name]
+    fn, libm_name = MATH_FUNCTIONS[name]
+    if libm_name is not None and x.dtype in (np.float32, np.float64):
+        return libm.apply(libm_name, x)  # evaluated in fp64, rounded once, in compiled code
     if x.dtype == np.float64:
         return fn(x).astype(np.float64)
     return fn(x.astype(np.float64)).astype(x.dtype)

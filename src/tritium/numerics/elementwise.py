@@ -9,7 +9,7 @@ element type of the first operand. These are the rules ``compiler/ir/spec.py`` w
 - a shift by an amount < 0 or >= the bit width (1 for i1) gives 0 (``shr`` of a negative signed
   value: -1);
 - ``minimum``/``maximum`` on floats: NaN-ignoring (fmin/fmax) unless ``propagate_nan=all``, and
-  -0 < +0;
+  -0 < +0; ``clamp`` is the two in a row;
 - float ``mod`` is fmod (the sign of the dividend); casts follow ``arithmetic.cast``.
 
 Constant folding computes with these and the interpreter's handlers call them, so each edge case has
@@ -120,6 +120,11 @@ def extremum(a: np.ndarray, b: np.ndarray, maximum: bool, floating: bool, propag
     return result
 
 
+def clamp(x: np.ndarray, low: np.ndarray, high: np.ndarray, floating: bool, propagate_nan: str = "none") -> np.ndarray:
+    """``clamp``: ``minimum(maximum(x, low), high)``, each step an ``extremum``."""
+    return extremum(extremum(x, low, True, floating, propagate_nan), high, False, floating, propagate_nan)
+
+
 def reduce_extremum(x: np.ndarray, axis: int, maximum: bool, floating: bool) -> np.ndarray:
     """A max/min reduction along ``axis`` in the tree order (``arithmetic.tree_reduce``), each step an
     ``extremum`` with propagate_nan=none. Ordering the signed zeros can only change a zero result,
@@ -167,6 +172,8 @@ EVALUATE: dict[str, Callable[[list, Mapping, T.dtype], np.ndarray]] = {
                                                     attrs.get("propagate_nan", "none")),
     "maximum": lambda args, attrs, scalar: extremum(args[0], args[1], True, scalar.is_floating(),
                                                     attrs.get("propagate_nan", "none")),
+    "clamp": lambda args, attrs, scalar: clamp(args[0], args[1], args[2], scalar.is_floating(),
+                                               attrs.get("propagate_nan", "none")),
     "select": lambda args, attrs, scalar: select(args[0], args[1], args[2]),
     "cast": lambda args, attrs, scalar: arithmetic.cast(args[0], scalar, attrs["to"], attrs.get("rounding")),
 }

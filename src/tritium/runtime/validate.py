@@ -21,14 +21,16 @@ import numpy as np
 from ..backends import registry
 from ..backends.base import Backend, KernelArgument
 from ..compiler.ir import types as T
+from ..compiler.ir.spec import ELEMENTWISE, INEXACT, opcodes_with
 from ..errors import ValidationError
 from .arguments import TensorView
 
 MATH_ULP_BOUND = 4
 # Opcodes whose float results a backend may compute within MATH_ULP_BOUND rather than exactly.
-INEXACT_OPCODES = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt", "erf", "libdevice", "dot"})
-# ... of them, those a backend computes exactly as the interpreter does when math_as_interpreter.
-SHARED_MATH_OPCODES = INEXACT_OPCODES - {"dot"}
+INEXACT_OPCODES = opcodes_with(INEXACT)
+# ... of them, the elementwise ones (math functions, libdevice): those a backend computes exactly as
+# the interpreter does when math_as_interpreter.
+SHARED_MATH_OPCODES = opcodes_with(INEXACT, ELEMENTWISE)
 
 _references: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 

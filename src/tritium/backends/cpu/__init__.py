@@ -53,11 +53,6 @@ class CPUBackend(Backend):
     cached_stages = ("llir", "obj")
     code_options = ()  # no option changes the host code: one module for every num_warps, num_stages...
     math_as_interpreter = True
-    unsupported_opcodes = {
-        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
-        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
-        "inline_asm": "the compiler's lower_inline_asm pass turns it into the tl ops that emulate its instruction",
-    }
 
     def unavailable_reason(self) -> Optional[str]:
         try:

@@ -22,9 +22,8 @@ from __future__ import annotations
 from ...compiler.ir import types as T
 from ...compiler.ir.encodings import Placement
 from ...compiler.ir.ops import Function, Operation, Region, Value
-from ...compiler.ir.spec import has_effects
+from ...compiler.ir.spec import COPYING_OPCODES, has_effects
 from ..llvm import scalar as lanes
-from .values import _CHEAP
 
 LAZY, BUFFER, IN_STORE, READ_IN_STORE = (Placement(w) for w in ("lazy", "buffer", "in_store", "read_in_store"))
 
@@ -166,7 +165,7 @@ class _Planner:
                 return READ_IN_STORE
             form = self.packed.get(result.id)
             return Placement("packed", packed_text(form)) if form is not None else BUFFER
-        if op.opcode in _CHEAP:
+        if op.opcode in COPYING_OPCODES:  # cheap to compute again where read: never a buffer
             return LAZY
         if op.opcode not in rules and op.opcode in lanes.LOWER:
             return self._elementwise(op, result)

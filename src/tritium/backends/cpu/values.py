@@ -26,11 +26,6 @@ PRINT_SYMBOL = "tritium_cpu_print"
 # The object's constant holding the bytes of scratch memory a program needs (Codegen.scratch_bytes).
 SCRATCH_SYMBOL = "tritium_scratch_bytes"
 
-# Ops whose lanes are cheap to compute again where they are read: never held in a buffer.
-_CHEAP = frozenset({"arange", "splat", "broadcast", "reshape", "permute", "hint", "constant", "flip", "join",
-                    "split", "cat"})
-
-
 def _shape(ty) -> tuple[int, ...]:
     return tuple(ty.shape) if isinstance(ty, T.block_type) else ()
 

@@ -69,10 +69,6 @@ class CUDABackend(Backend):
     stages = ("ttir", "layouts", "llir", "ptx", "cubin")
     skipped_passes = ("lower_inline_asm",)  # it emits the asm itself
     cached_stages = ("llir", "ptx", "cubin")
-    unsupported_opcodes = {
-        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
-        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
-    }
 
     def compile_unavailable_reason(self) -> Optional[str]:
         """Why this backend cannot even compile here (no llvmlite), or None."""

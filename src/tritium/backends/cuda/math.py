@@ -73,6 +73,10 @@ LOWER["sqrt_rn"] = _unary("sqrt.rn.f32", "sqrt.rn.f64")
 LOWER["rsqrt"] = _unary("rsqrt.approx.ftz.f32", "__nv_rsqrt")
 LOWER["floor"] = _unary("cvt.rmi.ftz.f32.f32", "cvt.rmi.f64.f64")
 LOWER["ceil"] = _unary("cvt.rpi.ftz.f32.f32", "cvt.rpi.f64.f64")
+# Math opcodes of the IR spec lowered as on the host (backends/llvm/scalar.py) because that is Triton's
+# choice on a GPU too, each with why; every other one has its entry in LOWER (tests/compiler/test_ir_spec.py
+# checks that each math opcode has one or the other).
+PORTABLE_MATH: dict[str, str] = {}
 
 
 def float_extremum(b: ir.IRBuilder, x, y, maximum: bool, propagate_nan: bool):

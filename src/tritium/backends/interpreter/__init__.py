@@ -13,6 +13,7 @@ from ... import config
 from ...compiler.analysis.effects import needs_program_order
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function
+from ...compiler.ir.spec import TERMINATORS
 from .. import malloc_tuning
 from ..base import Backend, GPUTarget, KernelArgument, Options, largest_block
 from ..base import Executable as ExecutableBase
@@ -62,16 +63,11 @@ class InterpreterBackend(Backend):
     version = "1"
     devices = frozenset({"cpu"})
     stages = ("ttir",)
-    unsupported_opcodes = {
-        "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
-        "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
-        "inline_asm": "the compiler's lower_inline_asm pass turns it into the tl ops that emulate its instruction",
-    }
 
     def lowered_opcodes(self) -> frozenset[str]:
         from . import executor
 
-        return frozenset(executor._EXEC) | {"yield", "condition"}  # terminators: read by the region runner
+        return frozenset(executor._EXEC) | TERMINATORS  # terminators: read by the region runner
 
     def parse_options(self, options) -> Options:
         # Debug mode's checks are chosen per launch, so one compilation serves both modes.

@@ -27,6 +27,7 @@ from ...compiler.analysis.axis_info import AxisInfo, analyze_axis_info, dims_of,
 from ...compiler.analysis.masks import MaskInfo, classify_mask
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Value
+from ...compiler.ir.spec import POINTER_READS
 from ...errors import TritonError, render_location
 from .affine import Affine
 from .memory import Memory
@@ -118,7 +119,7 @@ def _sign_claimed(value: Value, info: AxisInfo) -> bool:
 
 def _sources(value: Value) -> list[Value]:
     owner = value.owner
-    if owner is None or owner.regions or owner.opcode in ("load", "atomic_rmw", "atomic_cas"):
+    if owner is None or owner.regions or owner.opcode in POINTER_READS:
         return []
     return owner.operands
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import (DeadlockError, DivisionByZeroError, IntegerOverflowError, InvalidConversionError, RaceError,
                        render_location)
+from ...compiler.ir.spec import OVERFLOW_CHECKED, POINTER_READS, POINTER_WRITES, ZERO_DIVISOR_CHECKED, opcodes_with
 from ...numerics import arithmetic
 from .affine import Affine
 
@@ -187,14 +188,14 @@ def _tracked_access(inner):
 def debug_tables(exec_table: dict, affine_table: dict) -> tuple[dict, dict]:
     """Copies of the executor's handler tables with debug mode's checked handlers."""
     checked, affine = dict(exec_table), dict(affine_table)
-    for opcode in ("add", "sub", "mul", "neg"):  # Triton's -x is 0 - x: its sanitizer checks that too
+    for opcode in opcodes_with(OVERFLOW_CHECKED):  # neg too: Triton's -x is 0 - x, which its sanitizer checks
         checked[opcode] = _checked_int_arith(exec_table[opcode])
         if opcode in affine_table:
             affine[opcode] = _checked_affine_arith(affine_table[opcode])
-    for opcode in ("floordiv", "mod", "div"):
+    for opcode in opcodes_with(ZERO_DIVISOR_CHECKED):
         checked[opcode] = _checked_division(exec_table[opcode])
     checked["cast"] = _checked_cast(exec_table["cast"])
-    for opcode in ("store", "atomic_rmw", "atomic_cas"):
+    for opcode in POINTER_WRITES:
         checked[opcode] = _tracked_access(exec_table[opcode])
         if opcode in affine_table:
             affine[opcode] = _tracked_access(affine_table[opcode])
@@ -562,7 +563,7 @@ def _recording(inner, affine: bool):
 def watched_tables(exec_table: dict, affine_table: dict) -> tuple[dict, dict]:
     """Copies of the handler tables whose loads and atomics report the values they read."""
     checked, affine = dict(exec_table), dict(affine_table)
-    for opcode in ("load", "atomic_rmw", "atomic_cas"):
+    for opcode in POINTER_READS:
         checked[opcode] = _recording(exec_table[opcode], False)
         if opcode in affine_table:
             affine[opcode] = _recording(affine_table[opcode], True)

@@ -22,6 +22,7 @@ import numpy as np
 from ... import config
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Function, Operation, Region
+from ...compiler.ir.spec import MATH_OPCODES, TERMINATORS
 from ...errors import TritonError, internal_error, render_location
 from ...numerics import arithmetic as numerics
 from ...numerics import elementwise
@@ -144,7 +145,7 @@ class Executor:
         for value, arg in zip(region.args, args):
             env[value.id] = arg
         for op in region.ops:
-            if op.opcode in ("yield", "condition"):
+            if op.opcode in TERMINATORS:
                 return [env[v.id] for v in op.operands]  # affine values stay symbolic across iterations
             handler = handlers.get(op.opcode)
             if handler is None:
@@ -298,7 +299,7 @@ def exec_select(ex, op, args, active):
     return elementwise.select(args[0], args[1], args[2])
 
 
-@handles("exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil")
+@handles(*MATH_OPCODES)
 def exec_math(ex, op, args, active):
     compiled = math_functions.evaluate(op, args)
     return numerics.math_function(op.opcode, args[0]) if compiled is None else compiled
@@ -337,6 +338,15 @@ def exec_addptr(ex, op, args, active):
     ptr, offset = args
     size = op.result.type.scalar.element_ty.itemsize
     return ptr + offset.astype(np.int64) * size
+
+
+def _evaluated(ex, op, args, active):
+    return elementwise.evaluate(op.opcode, args, op.attrs, op.operands[0].type.scalar)
+
+
+# Every other op numerics.elementwise defines (clamp, ...) runs that definition: it needs no handler here.
+for _opcode in elementwise.EVALUATE.keys() - _EXEC.keys():
+    _EXEC[_opcode] = _evaluated
 
 
 # memory -------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Callable, ClassVar, Optional
 
 from ...compiler.ir.ops import Function, Operation, Region
-from ...compiler.ir.spec import SPEC, TERMINATOR
+from ...compiler.ir.spec import SPEC, TERMINATORS
 from ...errors import NotLoweredError, TritonError, internal_error
 from . import scalar
 
@@ -48,8 +48,7 @@ def rules_of(cls) -> dict[str, Callable]:
 def lowered_opcodes(generator_class) -> frozenset[str]:
     """The opcodes a code generator class lowers: its rules, its lane rules and the terminators (read
     by the rule of the op that owns their region)."""
-    terminators = {opcode for opcode, spec in SPEC.items() if TERMINATOR in spec.traits}
-    return frozenset(set(generator_class.rules) | set(generator_class.lane_rules) | terminators)
+    return frozenset(set(generator_class.rules) | set(generator_class.lane_rules) | TERMINATORS)
 
 
 class Lowering:
@@ -72,7 +71,7 @@ class Lowering:
         """Lowers the ops of ``region`` (its arguments already bound) up to its terminator, which is
         returned, not lowered (None for a region without one)."""
         for op in region.ops:
-            if TERMINATOR in SPEC[op.opcode].traits:
+            if op.opcode in TERMINATORS:
                 return op
             self.current = op
             self.lower_op(op)

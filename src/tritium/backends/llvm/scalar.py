@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 
 from . import casts
 from ...compiler.ir import types as _T
+from ...compiler.ir.spec import MATH_OPCODES
 from .types import F32, F64, I1, I32, I64, is_narrow_float, register_type
 
 _FP64 = _T.float64
@@ -51,7 +52,8 @@ def _fsuffix(ty) -> str:
 
 
 def float_binary(b, dtype, args, compute):
-    """``compute`` on the operands in their arithmetic type, the result rounded back to ``dtype``."""
+    """``compute`` on the operands (two, or more) in their arithmetic type, the result rounded back
+    to ``dtype``."""
     wide = [casts.to_arithmetic(b, a, dtype) for a in args]
     return casts.from_arithmetic(b, compute(*wide), dtype)
 
@@ -205,6 +207,17 @@ def lower_extremum(b, op, args):
     return int_extremum(b, *args, maximum, ty.is_int_signed() and not ty.is_bool())
 
 
+@lowers("clamp")
+def lower_clamp(b, op, args):
+    ty = _result(op)
+    if ty.is_floating():
+        propagate = op.attrs.get("propagate_nan", "none") == "all"
+        return float_binary(b, ty, args, lambda x, low, high: float_extremum(
+            b, float_extremum(b, x, low, True, propagate), high, False, propagate))
+    signed = ty.is_int_signed() and not ty.is_bool()
+    return int_extremum(b, int_extremum(b, args[0], args[1], True, signed), args[2], False, signed)
+
+
 @lowers("umulhi")
 def lower_umulhi(b, op, args):
     ty = _result(op)
@@ -344,7 +357,7 @@ def _lower_math(b, op, args):
     return math_call(b, op.opcode, args, ty)
 
 
-for _name in ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil"):
+for _name in MATH_OPCODES:
     LOWER[_name] = _lower_math
 
 @lowers("libdevice")

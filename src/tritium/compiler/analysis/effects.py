@@ -9,10 +9,10 @@ order. This module decides that from the IR, so that every backend decides it th
 from __future__ import annotations
 
 from ..ir.ops import Function, Operation, Region
+from ..ir.spec import ATOMICS, POINTER_READS
 
-# Opcodes that read memory another program may have written.
-MEMORY_READS = frozenset({"load", "atomic_rmw", "atomic_cas"})
-ATOMICS = frozenset({"atomic_rmw", "atomic_cas"})
+# Opcodes whose results are memory another program may have written (the IR spec's pointer reads).
+MEMORY_READS = POINTER_READS
 
 
 def _reads_or_uses(op: Operation, tainted: set[int]) -> bool:

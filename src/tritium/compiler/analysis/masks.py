@@ -18,7 +18,11 @@ from typing import Optional
 
 from ..ir import types as T
 from ..ir.ops import Value
+from ..ir.spec import VIEW, opcodes_with
 from .axis_info import AxisInfoMap, dims_of
+
+# The ops a bound survives: each moves its operand's dimensions without reordering along any.
+_VIEWS = opcodes_with(VIEW)
 
 # predicate -> (index is the left operand?, side, inclusive): "index < bound" is ("lt", left)...
 _FORMS = {
@@ -91,7 +95,7 @@ def _bounds(value: Value, axis_info: AxisInfoMap) -> Optional[list[MaskBound]]:
     if op.opcode == "cmp":
         bound = _comparison(value, axis_info)
         return None if bound is None else [bound]
-    if op.opcode in ("splat", "broadcast", "reshape", "permute"):
+    if op.opcode in _VIEWS:
         inner = _bounds(op.operands[0], axis_info)
         if inner is None:
             return None
@@ -153,6 +157,6 @@ def _scalar_behind(value: Value) -> Value:
     """The scalar a lane-uniform block was splat from, when splats, broadcasts and reshapes lead to
     one; else the block itself."""
     while value.type.is_block() and value.owner is not None and \
-            value.owner.opcode in ("splat", "broadcast", "reshape", "permute"):
+            value.owner.opcode in _VIEWS:
         value = value.owner.operands[0]
     return value

@@ -9,7 +9,10 @@ behaviour (shifts past the bit width, float -> int of NaN, integer division by z
 is the executable form of these sentences; compiled backends are tested against it.
 
 The builder takes operand names from here, the verifier checks every op against its entry, the
-printer and parser use the names and region labels, and passes read effects and traits.
+printer and parser use the names and region labels, and passes read effects and traits. Groups of
+opcodes (the math functions, the ops that read memory through a pointer, those debug mode checks,
+...) are traits and effects too: ``opcodes_with`` lists a group, so that no list of opcodes is
+written out anywhere else.
 """
 from __future__ import annotations
 
@@ -32,7 +35,30 @@ TERMINATOR = "terminator"  # ends a region
 # Stops the kernel with an error for some operand values (gather's index out of range): it may be
 # removed when unused or merged with an equal op, but never run where the program would not run it.
 MAY_RAISE = "may_raise"
-TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR, MAY_RAISE})
+# Groups of ops, each with what its members share (``opcodes_with`` lists a group).
+MATH = "math"  # a function of tl.math of one float operand, the result of its type: exp ... ceil
+FP_ONLY = "fp_only"  # Triton accepts fp32 and fp64 operands only: others are refused, naming the dtype
+# Float results within runtime.validate's ulp bound of the interpreter's, not bit for bit: a backend
+# may use its own math library (a GPU's approximate instructions) or sum in another order (dot).
+INEXACT = "inexact"
+# Computes nothing: each result lane is a copy of an operand lane of the same type, picked by the
+# lane's position alone, or is fixed by its position (constant, arange). A lane costs a read.
+COPIES = "copies"
+# One operand's elements under another index: each result dimension is an operand dimension (moved
+# or repeated) or a new one, in order along it. What a mask's bound on an index survives.
+VIEW = "view"
+# The operand repeated (a scalar to a block, a block along its size-1 dimensions): an operand that
+# is the same in every lane gives a result that is too.
+REPEATS = "repeats"
+# On a GPU, Triton passes its operands between threads through shared memory; a host backend's
+# metadata.shared estimates the bytes from these ops (compiler/compiled_kernel.py).
+SHARED_MEMORY = "shared_memory"
+# Debug mode (TRITIUM_DEBUG=1) stops the kernel where an int32 result wraps (Triton's overflow sanitizer).
+OVERFLOW_CHECKED = "overflow_checked"
+# Debug mode stops the kernel where an integer operand divides by zero.
+ZERO_DIVISOR_CHECKED = "zero_divisor_checked"
+TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR, MAY_RAISE, MATH, FP_ONLY, INEXACT, COPIES, VIEW,
+                    REPEATS, SHARED_MEMORY, OVERFLOW_CHECKED, ZERO_DIVISOR_CHECKED})
 
 _REQUIRED = object()
 
@@ -124,13 +150,14 @@ def _many(name: str) -> Operand:
 _PURE = (PURE,)
 _ELEMENTWISE = (PURE, ELEMENTWISE)
 _COMMUTATIVE = (PURE, ELEMENTWISE, COMMUTATIVE)
+_COPIES = (PURE, COPIES)
 
 # values --------------------------------------------------------------------------------------------
-_op("constant", (), [Attr("value", "scalar")], "constant", traits=_PURE,
+_op("constant", (), [Attr("value", "scalar")], "constant", traits=_COPIES,
     semantics="A scalar of the result type: a bool for i1, an int (in range) for integers, a float "
               "(NaN and infinities allowed; rounded once to nearest even to the result type, not saturated) for "
               "floats. Blocks of constants are splats of a constant.")
-_op("arange", (), [Attr("start", "int"), Attr("end", "int")], "arange", traits=_PURE,
+_op("arange", (), [Attr("start", "int"), Attr("end", "int")], "arange", traits=_COPIES,
     semantics="The i32 block [start, start + 1, ..., end - 1]; end - start is a power of two.")
 _op("program_id", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
     semantics="This program's index along grid axis `axis`, 0 <= id < grid[axis].")
@@ -138,22 +165,22 @@ _op("num_programs", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=
     semantics="The launch grid's size along `axis`.")
 
 # shapes --------------------------------------------------------------------------------------------
-_op("splat", ("value",), [], "splat", traits=_PURE,
+_op("splat", ("value",), [], "splat", traits=_COPIES + (VIEW, REPEATS),
     semantics="Every lane of the result block holds the scalar operand.")
-_op("broadcast", ("value",), [], "broadcast", traits=_PURE,
+_op("broadcast", ("value",), [], "broadcast", traits=_COPIES + (VIEW, REPEATS),
     semantics="Numpy broadcasting of a block to a shape of the same rank: size-1 dimensions repeat.")
-_op("reshape", ("value",), [Attr("shape", "ints")], "reshape", traits=_PURE,
+_op("reshape", ("value",), [Attr("shape", "ints")], "reshape", traits=_COPIES + (VIEW,),
     semantics="Row-major reinterpretation of the elements in a shape of the same element count; shape () "
               "turns a one-element block into a scalar.")
-_op("permute", ("value",), [Attr("order", "ints")], "permute", traits=_PURE,
+_op("permute", ("value",), [Attr("order", "ints")], "permute", traits=_COPIES + (VIEW, SHARED_MEMORY),
     semantics="Result dimension i is operand dimension order[i] (numpy.transpose).")
-_op("join", ("lhs", "rhs"), [], "join", traits=_PURE,
+_op("join", ("lhs", "rhs"), [], "join", traits=_COPIES,
     semantics="Stacks two blocks of one shape along a new minor dimension of size 2.")
-_op("split", ("value",), [], "split", traits=_PURE,
+_op("split", ("value",), [], "split", traits=_COPIES,
     semantics="The inverse of join: the minor dimension (size 2) split into two results.")
-_op("cat", ("lhs", "rhs"), [Attr("axis", "int")], "cat", traits=_PURE,
+_op("cat", ("lhs", "rhs"), [Attr("axis", "int")], "cat", traits=_COPIES,
     semantics="Concatenation along `axis`; the two blocks agree in every other dimension.")
-_op("flip", ("value",), [Attr("axis", "int")], "same_as_operand", traits=_PURE,
+_op("flip", ("value",), [Attr("axis", "int")], "same_as_operand", traits=_COPIES,
     semantics="Reverses the order of elements along `axis`.")
 _op("sort", ("value",), [Attr("descending", "bool")], "same_as_operand", traits=_PURE,
     semantics="Sorts along the last dimension with a bitonic network in which each lane decides alone: at "
@@ -191,23 +218,23 @@ _op("int_to_ptr", ("value",), [], "int_to_ptr", traits=_ELEMENTWISE,
 
 # elementwise arithmetic ----------------------------------------------------------------------------------
 _I1_WRAPS = " On i1 it works modulo 2 (add and sub are xor, mul is and)."
-_op("add", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
+_op("add", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE + (OVERFLOW_CHECKED,),
     semantics="Integers wrap modulo 2**bits (never poison: a backend emits no nsw/nuw)." + _I1_WRAPS +
               " Floats: IEEE addition, rounded to nearest even; fp16/bf16/fp8 results rounded to their type.")
-_op("sub", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+_op("sub", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (OVERFLOW_CHECKED,),
     semantics="As add." + _I1_WRAPS)
-_op("mul", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
+_op("mul", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE + (OVERFLOW_CHECKED,),
     semantics="As add; never contracted with a following add into an fma unless the fma op is emitted." + _I1_WRAPS)
 _op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full"))], "same_as_operands",
-    traits=_ELEMENTWISE,
+    traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Floats only in practice (the frontend casts integer true division to float first). IEEE division "
               "rounded to nearest (x/0 = +-inf, 0/0 = NaN). rounding=full is Triton's default `/` on fp32, an "
               "approximation within 2 ulp on a GPU (div.full.f32); the interpreter gives the correctly rounded "
               "quotient, inside that bound.")
-_op("floordiv", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+_op("floordiv", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Integer division truncating toward zero (C). x // 0 is all ones (-1 signed, the maximum unsigned), "
               "as an NVIDIA GPU gives. INT_MIN // -1 wraps to INT_MIN. Never undefined: backends guard both cases.")
-_op("mod", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE,
+_op("mod", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Integers: C's remainder, the sign of the dividend; x % 0 is x; INT_MIN % -1 is 0. Floats: fmod "
               "(the sign of the dividend, exact).")
 _op("and", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE, semantics="Bitwise and.")
@@ -227,9 +254,14 @@ _op("minimum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "a
 _op("maximum", ("lhs", "rhs"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
     traits=_COMMUTATIVE,
     semantics="As minimum, mirrored: maximum(+0, -0) = +0.")
+_op("clamp", ("value", "low", "high"), [Attr("propagate_nan", "str", "none", ("none", "all"))], "same_as_operands",
+    traits=_ELEMENTWISE,
+    semantics="minimum(maximum(value, low), high), each step as that op says: integers by the type's signedness "
+              "(low > high gives high); floats NaN-ignoring unless propagate_nan=all, -0 < +0. tl.clamp emits it for "
+              "integers; for floats it emits maximum then minimum, whose GPU instructions a backend chooses there.")
 _op("umulhi", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE,
     semantics="The high half of the double-width product of two integers (signedness of the type).")
-_op("neg", ("value",), [], "same_as_operand", traits=_ELEMENTWISE,
+_op("neg", ("value",), [], "same_as_operand", traits=_ELEMENTWISE + (OVERFLOW_CHECKED,),
     semantics="0 - x: integers wrap (neg INT_MIN = INT_MIN); on i1 it is the identity (mod 2); floats flip the sign "
               "bit (neg(+0) = -0, NaN stays NaN).")
 _op("not", ("value",), [], "same_as_operand", traits=_ELEMENTWISE, semantics="Bitwise complement (i1: logical not).")
@@ -248,19 +280,22 @@ _op("addptr", ("pointer", "offset"), [], "addptr", traits=_ELEMENTWISE,
     semantics="pointer + offset * sizeof(element), in bytes, offset sign-extended (unsigned: zero-extended) to 64 "
               "bits. Pointer arithmetic itself never faults; only the access through it is checked.")
 
-_MATH = {
-    "exp": "e**x", "exp2": "2**x", "log": "the natural logarithm (log 0 = -inf, log x<0 = NaN)",
-    "log2": "the base-2 logarithm", "sin": "sine", "cos": "cosine",
-    "sqrt": "the square root, Triton's default (sqrt.approx on a GPU for fp32)", "sqrt_rn":
-    "the correctly rounded square root", "rsqrt": "1/sqrt(x)", "erf": "the error function",
-    "floor": "rounds toward -inf", "ceil": "rounds toward +inf",
+_MATH = {  # name: (meaning, whether a backend may give other bits: see INEXACT)
+    "exp": ("e**x", True), "exp2": ("2**x", True),
+    "log": ("the natural logarithm (log 0 = -inf, log x<0 = NaN)", True), "log2": ("the base-2 logarithm", True),
+    "sin": ("sine", True), "cos": ("cosine", True),
+    "sqrt": ("the square root, Triton's default (sqrt.approx on a GPU for fp32)", True),
+    "sqrt_rn": ("the correctly rounded square root", False), "rsqrt": ("1/sqrt(x)", True),
+    "erf": ("the error function", True), "floor": ("rounds toward -inf", False), "ceil": ("rounds toward +inf", False),
 }
-for _name, _meaning in _MATH.items():
-    _op(_name, ("value",), [], "same_as_operand", traits=_ELEMENTWISE,
+for _name, (_meaning, _inexact) in _MATH.items():
+    _op(_name, ("value",), [], "same_as_operand",
+        traits=_ELEMENTWISE + (MATH, FP_ONLY) + ((INEXACT,) if _inexact else ()),
         semantics=f"{_meaning[0].upper() + _meaning[1:]}, elementwise, on fp32 or fp64. The interpreter evaluates fp32 "
                   "in fp64 and rounds once (within 0.5 ulp plus the fp64 library's error); a compiled backend states "
                   "its ulp bound against that result.")
-_op("libdevice", (_many("args"),), [Attr("fn", "str"), Attr("symbol", "str")], "libdevice", traits=_ELEMENTWISE,
+_op("libdevice", (_many("args"),), [Attr("fn", "str"), Attr("symbol", "str")], "libdevice",
+    traits=_ELEMENTWISE + (INEXACT,),
     semantics="The libdevice function `fn` (CUDA's __nv_<symbol>) elementwise; see docs/language.md for each one's "
               "accuracy. Operands share one shape; the result's element type is the signature's.")
 
@@ -336,7 +371,7 @@ _op("tile_store", ("base", "value", _many("layout")), _TILE_ATTRS, "tile_store",
 # reductions, scans, dot ------------------------------------------------------------------------------
 _op("reduce", (_many("inputs"),),
     [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "max", "min", "xor", "argmax", "argmin", "custom"))],
-    "reduce", regions=("combine",), traits=_PURE,
+    "reduce", regions=("combine",), traits=_PURE + (SHARED_MEMORY,),
     semantics="Combines the inputs along `axis` in a fixed binary tree (halves pairwise), so results are "
               "deterministic; float sums round at each step. max/min ignore NaN and order -0 < +0, as minimum/"
               "maximum with propagate_nan=none do; argmax/argmin give the first index of the extreme. kind=custom "
@@ -344,11 +379,11 @@ _op("reduce", (_many("inputs"),),
               "custom.")
 _op("scan", (_many("inputs"),),
     [Attr("axis", "int"), Attr("kind", "str", choices=("sum", "prod", "custom")), Attr("reverse", "bool", False)],
-    "scan", regions=("combine",), traits=_PURE,
+    "scan", regions=("combine",), traits=_PURE + (SHARED_MEMORY,),
     semantics="Inclusive prefix combination along axis (from the end when reverse). kind=custom applies the "
               "combine region.")
 _op("dot", ("a", "b", "accumulator"), [Attr("input_precision", "str", "ieee", ("ieee", "tf32", "tf32x3"))],
-    "dot", traits=_PURE,
+    "dot", traits=_PURE + (INEXACT, SHARED_MEMORY),
     semantics="accumulator + a @ b over the last two dimensions (a leading batch dimension allowed). Products and "
               "sums in the accumulator's type (fp32 for float inputs unless out_dtype says otherwise; i32 for "
               "int8, wrapping). input_precision=tf32 first truncates fp32 inputs to tf32 (the low 13 mantissa "
@@ -366,7 +401,7 @@ _op("assert", ("condition",), [Attr("message", "str")], "none", effects=(REPORTS
     semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false.")
 _op("hint", ("value",), [Attr("kind", "str", choices=("multiple_of", "max_contiguous", "max_constancy")),
                          Attr("values", "ints")],
-    "same_as_operand", effects=(REPORTS,),
+    "same_as_operand", effects=(REPORTS,), traits=(COPIES,),
     semantics="Returns value unchanged and promises a fact about it (per dimension): multiple_of: the first "
               "element of each contiguous run is divisible by values[d] (pointers: the byte address); "
               "max_contiguous: runs of values[d] consecutive integers; max_constancy: runs of values[d] equal "
@@ -395,6 +430,29 @@ _op("yield", (_many("values"),), [], "none", traits=(TERMINATOR,),
     semantics="Ends a region of if/for/while(after)/reduce/scan, giving its values to the parent op.")
 _op("condition", ("condition", _many("values")), [], "none", traits=(TERMINATOR,),
     semantics="Ends a while loop's before region: continue with values when condition holds, else exit with them.")
+
+
+def opcodes_with(*names: str, operand: Optional[str] = None) -> frozenset[str]:
+    """The opcodes whose entry has every trait and effect in ``names`` (``opcodes_with(MATH)``,
+    ``opcodes_with(READS, WRITES)``), and, given ``operand``, an operand slot of that name."""
+    unknown = set(names) - TRAITS - EFFECTS
+    assert not unknown, f"no trait or effect {sorted(unknown)}"
+    return frozenset(opcode for opcode, entry in SPEC.items()
+                     if all(name in entry.traits or name in entry.effects for name in names)
+                     and (operand is None or any(slot.name == operand for slot in entry.operands)))
+
+
+# Groups the compiler and the backends ask for, derived from the entries above.
+TERMINATORS = opcodes_with(TERMINATOR)
+MATH_OPCODES = opcodes_with(MATH)
+# Ops that read (write) memory at one address per lane, that of their ``pointer`` operand: a lane of
+# the result of a reading one is the memory another program may have written.
+POINTER_READS = opcodes_with(READS, operand="pointer")
+POINTER_WRITES = opcodes_with(WRITES, operand="pointer")
+ATOMICS = POINTER_READS & POINTER_WRITES
+# Ops that compute nothing (a lane costs a read): a CPU backend computes them where they are used
+# rather than keeping their blocks in memory.
+COPYING_OPCODES = opcodes_with(COPIES)
 
 
 def spec_of(opcode: str) -> OpSpec:
@@ -431,9 +489,10 @@ def checked_in_debug_mode(op) -> bool:
     scalar = op.results[0].type.scalar if op.results else None
     if scalar is None:
         return False
-    if op.opcode in ("add", "sub", "mul", "neg"):
+    traits = SPEC[op.opcode].traits if op.opcode in SPEC else frozenset()
+    if OVERFLOW_CHECKED in traits:
         return scalar.name == "int32"
-    if op.opcode in ("floordiv", "mod", "div"):
+    if ZERO_DIVISOR_CHECKED in traits:
         return not scalar.is_ptr() and scalar.is_int()
     if op.opcode == "cast":
         source = op.operands[0].type.scalar

@@ -19,11 +19,12 @@ import numpy as np
 from ...numerics import elementwise
 from ..ir import types as T
 from ..ir.ops import Function, Operation, Region
-from ..ir.spec import checked_in_debug_mode
+from ..ir.spec import OVERFLOW_CHECKED, SPEC, ZERO_DIVISOR_CHECKED, checked_in_debug_mode
 from .rewriting import NO_CONSTANT, become, constant_value, new_op
 
-FOLDABLE = frozenset({"cast", "add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "cmp",
-                      "minimum", "maximum", "neg", "not", "abs", "select"})
+# Every op numerics.elementwise evaluates, but div: Triton's default fp32 division is approximate on a
+# GPU (rounding=full), so the quotient is left for the backend to compute.
+FOLDABLE = frozenset(elementwise.EVALUATE) - {"div"}
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -47,12 +48,13 @@ def _reported_in_debug_mode(op: Operation, values: list) -> bool:
     ``config.debug_mode`` lists)."""
     if not checked_in_debug_mode(op):
         return False
-    if op.opcode in ("add", "sub", "mul", "neg"):
+    traits = SPEC[op.opcode].traits
+    if OVERFLOW_CHECKED in traits:
         a = int(values[0])
         exact = -a if op.opcode == "neg" else {"add": a + int(values[1]), "sub": a - int(values[1]),
                                                "mul": a * int(values[1])}[op.opcode]
         return not _INT32_MIN <= exact <= _INT32_MAX
-    if op.opcode in ("floordiv", "mod", "div"):
+    if ZERO_DIVISOR_CHECKED in traits:
         return int(values[1]) == 0
     if op.opcode == "cast":
         x = float(values[0])

@@ -22,6 +22,11 @@ from ..semantics import Semantic
 from .rewriting import expand_ops
 
 _INT32_END = 2 ** 31
+# The ops this pass rewrites, each with what it becomes: a backend that runs the pass never sees them.
+REMOVES = {
+    "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
+    "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
+}
 
 
 def _static_int(value) -> Optional[int]:
@@ -111,4 +116,4 @@ def lower_tile_access(fn: Function) -> bool:
     """Rewrites every tile access of ``fn`` in place; returns whether anything changed."""
     builder = Builder()
     with Semantic(builder) as sem:
-        return expand_ops(fn, ("tile_load", "tile_store"), lambda op: _lowered(sem, op), builder)
+        return expand_ops(fn, tuple(REMOVES), lambda op: _lowered(sem, op), builder)

@@ -8,8 +8,8 @@ parses back and prints to the same text.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Callable, Collection, Iterable, Mapping
 
 from ... import config
 from ...errors import SettingError
@@ -17,19 +17,20 @@ from ..ir.ops import Function
 from ..ir.parser import IRParseError, parse_function
 from ..ir.printer import print_function
 from ..ir.verifier import IRVerificationError, verify
+from . import lower_inline_asm as _inline_asm
+from . import lower_tile_access as _tile_access
 from .canonicalize import canonicalize
 from .constant_fold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .licm import hoist_loop_invariants
-from .lower_inline_asm import lower_inline_asm
-from .lower_tile_access import lower_tile_access
 
 
 @dataclass(frozen=True)
 class Pass:
     name: str  # what TRITIUM_DUMP calls it
     run: Callable[[Function], None]  # changes the function in place
+    removes: Mapping[str, str] = field(default_factory=dict)  # opcode it rewrites away -> into what
 
 
 # The order, and why:
@@ -48,8 +49,8 @@ class Pass:
 # One round suffices: a second leaves the IR as it is (tests/compiler/test_passes_manager.py checks
 # it on the kernels of tritium.ops).
 PIPELINE: tuple[Pass, ...] = (
-    Pass("lower_tile_access", lower_tile_access),
-    Pass("lower_inline_asm", lower_inline_asm),
+    Pass("lower_tile_access", _tile_access.lower_tile_access, _tile_access.REMOVES),
+    Pass("lower_inline_asm", _inline_asm.lower_inline_asm, _inline_asm.REMOVES),
     Pass("fold_constants", fold_constants),
     Pass("canonicalize", canonicalize),
     Pass("licm", hoist_loop_invariants),
@@ -57,6 +58,13 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("dce", eliminate_dead_code),
 )
 PASS_NAMES: tuple[str, ...] = tuple(p.name for p in PIPELINE)
+
+
+def removed_opcodes(skipped: Collection[str] = ()) -> dict[str, str]:
+    """The opcodes the pipeline's passes, but those named in ``skipped``, rewrite away, each with
+    what it becomes: a backend that skips no other pass never sees them."""
+    return {opcode: reason for stage in PIPELINE if stage.name not in skipped
+            for opcode, reason in stage.removes.items()}
 
 
 class IRRoundTripError(IRVerificationError):

@@ -12,7 +12,9 @@ from typing import Optional
 
 from ..ir.builder import with_defaults
 from ..ir.ops import Operation, Value
-from ..ir.spec import SPEC
+from ..ir.spec import REPEATS, SPEC, opcodes_with
+
+_REPEATING = opcodes_with(REPEATS)  # ops that repeat their operand: a constant repeated is that constant
 
 
 class Replacements:
@@ -56,7 +58,7 @@ def constant_value(value: Value):
     """The scalar every lane of ``value`` holds when it is a constant, or a splat or broadcast of
     one; ``NO_CONSTANT`` otherwise."""
     owner = value.owner
-    while owner is not None and owner.opcode in ("splat", "broadcast"):
+    while owner is not None and owner.opcode in _REPEATING:
         owner = owner.operands[0].owner
     if owner is None or owner.opcode != "constant":
         return NO_CONSTANT
