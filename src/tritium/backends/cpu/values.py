@@ -26,6 +26,8 @@ PRINT_SYMBOL = "tritium_cpu_print"
 # The object's constant holding the bytes of scratch memory a program needs (Codegen.scratch_bytes).
 SCRATCH_SYMBOL = "tritium_scratch_bytes"
 
+
+
 def _shape(ty) -> tuple[int, ...]:
     return tuple(ty.shape) if isinstance(ty, T.block_type) else ()
 
