@@ -97,3 +97,29 @@ def test_a_disk_cached_kernel_launches_without_generating_its_module(tmp_path):
 
 if __name__ == "__main__":
     pytest.main([__file__])
+
+
+def test_registers_and_spills_are_the_loaded_kernels_read_on_first_use(monkeypatch):
+    """A GPU kernel reports what the driver says of the loaded function (a stand-in here: no GPU), not
+    a constant; host code reports the nominal 32 and 0."""
+    from types import SimpleNamespace
+
+    from tritium.backends.base import Executable
+    from tritium.compiler.compiled_kernel import CompiledKernel
+
+    loads = []
+
+    class Loaded(Executable):
+        asm = {}
+
+        def load(self):
+            loads.append(1)
+            return SimpleNamespace(handle=1234, n_regs=168, n_spills=3)
+
+    kernel = CompiledKernel("k", (), None, Loaded(), "gpu")
+    assert (kernel.n_regs, kernel.n_spills, kernel.function) == (168, 3, 1234) and loads == [1]
+    assert kernel.n_regs == 168 and loads == [1], "loaded once"
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    x = np.zeros(4, np.float32)
+    host = _twice.warmup(x, x, 4, BLOCK=4, grid=(1,))
+    assert (host.n_regs, host.n_spills) == (32, 0)

@@ -44,7 +44,8 @@ class CompiledKernel:
     name ("ttir": the IR text after the passes). ``options`` is the backend's options record.
     On a host backend ``n_regs`` and ``n_spills`` are nominal (32 and 0) and ``metadata.shared``
     estimates what a GPU would use (see ``shared_memory_bytes``); on a GPU they are the loaded
-    kernel's (``_init_handles()`` loads it) and the shared memory it was compiled to use.
+    kernel's, read from the driver (the first read loads it, as ``_init_handles()`` does) and the
+    shared memory it was compiled to use.
     """
 
     name: str
@@ -58,8 +59,6 @@ class CompiledKernel:
     specs: dict = field(default_factory=dict)  # parameter name -> IR type, or constexpr value
     launcher: Optional[Callable] = None  # (kernel, grid, args, kwargs) -> kernel; set by the runtime
     protocol_launcher: Optional[Callable] = None  # (kernel, grid, args) -> kernel, for ``run``; set by the runtime
-    n_regs: int = 32
-    n_spills: int = 0
     source: Any = None  # the ASTSource it was compiled from, by triton.compile
 
     def __post_init__(self) -> None:
@@ -115,7 +114,25 @@ class CompiledKernel:
         self._bind_entry_points()
         loaded = self.executable.load()
         if loaded is not None:
-            self.function, self.n_regs, self.n_spills = loaded.handle, loaded.n_regs, loaded.n_spills
+            self.function = loaded.handle
+            self.__dict__["_registers"] = (int(loaded.n_regs), int(loaded.n_spills))
+        else:
+            self.__dict__["_registers"] = (32, 0)  # nominal: code that runs on the host
+
+    def _loaded_registers(self) -> tuple[int, int]:
+        if "_registers" not in self.__dict__:
+            self._init_handles()
+        return self.__dict__["_registers"]
+
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread of the loaded kernel (32 on the host)."""
+        return self._loaded_registers()[0]
+
+    @property
+    def n_spills(self) -> int:
+        """Spilled 4-byte words per thread of the loaded kernel (0 on the host)."""
+        return self._loaded_registers()[1]
 
     def _bind_entry_points(self) -> None:
         """Binds ``run``, the launch entry point of Triton's compiled kernels, and ``function``, the
