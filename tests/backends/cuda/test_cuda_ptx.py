@@ -2,7 +2,7 @@
 through LLVM's NVPTX target, assembled by ptxas (from the nvidia-cuda-nvcc wheel the test extras
 install), and the instructions that make them fast and give Triton's bits looked for.
 
-On a machine with a GPU the whole suite also runs on the backend (TRITIUM_BACKEND=cuda); these
+On a machine with a GPU the execution tests (tests/execution/) also run on the backend; these
 tests are what CI, which has none, can check.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Kernels on CUDA tensors (torch), checked against torch: what runs only where there is a GPU.
 
 Without a GPU these tests are skipped; the CUDA backend's code generation is still checked in CI by
-tests/test_cuda_ptx.py, and the whole suite runs on the GPU with TRITIUM_BACKEND=cuda.
+tests/backends/cuda/test_cuda_ptx.py, and the execution tests (tests/execution/) run on the GPU too.
 """
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ from test_cuda_ptx import _add, _batched_dot, _dot_as, _matmul, _softmax  # noqa
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or not registry.get("cuda").is_available(),
                                reason="no CUDA GPU here")
+
+
+@pytest.fixture(autouse=True)
+def _backend_chosen_by_the_memory(monkeypatch):
+    """CUDA tensors launch on the backend serving their memory, as in a user's script, not on the
+    interpreter the rest of the suite names (tests/conftest.py)."""
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
 
 
 # the kernels whose PTX test_cuda_ptx.py checks, here run on the GPU
