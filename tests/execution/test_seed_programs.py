@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seed_programs"
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seed_programs"
 if not SEEDS.is_dir():
     SEEDS = Path(os.environ.get("TRITIUM_SEEDS", "/nonexistent"))
 PROGRAMS = sorted(SEEDS.glob("ch*.py")) if SEEDS.is_dir() else []

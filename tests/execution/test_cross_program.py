@@ -29,8 +29,8 @@ def programs_run_concurrently() -> bool:
     return os.environ.get("TRITIUM_BACKEND", "").strip().lower() == "cuda"
 
 
-in_launch_order = pytest.mark.skipif(programs_run_concurrently(), reason="the programs of a GPU launch run "
-                                     "concurrently: there is no launch order to check (as under Triton)")
+in_launch_order = pytest.mark.not_on_backend("cuda", reason="the programs of a GPU launch run concurrently: there is "
+                                             "no launch order to check (as under Triton)")
 
 
 @pytest.fixture(autouse=True)
