@@ -9,13 +9,12 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache FAILURE_LOG=$OUT/failures.txt
 python3 benchmarks/gpu/launch_overhead.py > "$OUT/launch.txt" 2>&1
 python3 benchmarks/cuda_vs_triton.py > "$OUT/bench.txt" 2>&1
-python3 -m pytest -q -p no:cacheprovider -p failure_log tests/test_cuda_tensors.py tests/test_cuda_triton_bits.py > "$OUT/cuda_tensors.txt" 2>&1
-TRITON_DEFAULT_FP_FUSION=0 TRITIUM_BACKEND=cuda TRITIUM_TEST_BACKENDS=cuda timeout "${SUITE_SECONDS:-300}" \
+python3 -m pytest -q -p no:cacheprovider -p failure_log tests/backends/cuda/test_cuda_tensors.py \
+  tests/backends/cuda/test_cuda_triton_bits.py > "$OUT/cuda_tensors.txt" 2>&1
+# the execution tests on the CUDA backend alone (the backend fixture stages their host tensors on the GPU)
+TRITIUM_TEST_BACKENDS=cuda timeout "${SUITE_SECONDS:-300}" \
   python3 -m pytest -q -n 16 -p no:cacheprovider -p no:benchmark -p failure_log -p timeout --timeout 60 \
-  tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py tests/test_reductions_and_dot.py \
-  tests/test_control_flow.py tests/test_early_return.py tests/test_break_continue.py tests/test_random.py \
-  tests/test_device_print.py tests/test_cross_program.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
-  tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/test_inline_asm.py tests/ops > "$OUT/suite.log" 2>&1
+  tests/execution tests/language/test_inline_asm.py > "$OUT/suite.log" 2>&1
 echo "== launch overhead"; cat "$OUT/launch.txt" | tail -12
 echo "== cuda_vs_triton"; tail -13 "$OUT/bench.txt"
 echo "== CUDA-tensor and Triton-bits tests"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tensors.txt" | cut -c1-300 | tail -40

@@ -10,7 +10,7 @@ rounding to fp32. ``erf``, for fp32 inputs:
   ``log(erfc(x)) + x^2 - log(t)`` computed with Python's ``math.erfc``; ``exp`` is evaluated
   inline (range reduction by ln 2 and a degree-12 polynomial). Relative error < 1e-12, far
   below an fp32 ulp: the result rounded to fp32 matches ``math.erf`` rounded to fp32 (checked
-  on 5M inputs when this was written, and by tests/test_elementwise.py).
+  on 5M inputs when this was written, and by tests/execution/test_elementwise.py).
 
 Polynomials are evaluated by Estrin's scheme (``_Emitter.estrin``), which halves the time of
 these latency-bound loops against Horner's and Clenshaw's recurrences.

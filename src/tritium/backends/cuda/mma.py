@@ -29,7 +29,7 @@ bytes of input. A's four registers are the blocks (rows 0-7, bytes 0-15), (rows 
 
 The index arithmetic (where an operand element is stored, the row address each lane hands
 ``ldmatrix``, a warp's tiles) is plain Python on ints, run again on ``Lowered`` values that emit it
-as LLVM IR; tests/test_cuda_mma.py runs the same functions on ints to model the whole product.
+as LLVM IR; tests/backends/cuda/test_cuda_mma.py runs the same functions on ints to model the whole product.
 """
 from __future__ import annotations
 
