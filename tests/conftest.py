@@ -13,13 +13,18 @@ import os
 import pytest
 
 
-def pytest_configure(config):
-    """Kernels run on the interpreter unless a test says otherwise (the ``backend`` fixture, or
-    TRITIUM_BACKEND set by the test): tests of the interpreter's own machinery need it, and the
-    rest of the suite is written against it. Set for the whole process, as if given on the command
-    line, so that subprocesses and module-scoped fixtures see it too; a TRITIUM_BACKEND already in
-    the environment is kept."""
-    os.environ.setdefault("TRITIUM_BACKEND", "interpreter")
+# The backend a test's kernels run on unless it says otherwise: the interpreter, or the one
+# TRITIUM_BACKEND named when the session started.
+_DEFAULT_BACKEND = os.environ.get("TRITIUM_BACKEND") or "interpreter"
+
+
+@pytest.fixture(autouse=True)
+def _interpreter_by_default(monkeypatch):
+    """Every test starts with TRITIUM_BACKEND naming the default backend (the interpreter), whatever
+    an earlier test in the same process left in the environment: tests of the interpreter's own
+    machinery need it, and the tests outside tests/execution/ are written against it. The
+    ``backend`` fixture and tests that set TRITIUM_BACKEND themselves override it."""
+    monkeypatch.setenv("TRITIUM_BACKEND", _DEFAULT_BACKEND)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +57,7 @@ def _host_memory_backends() -> list[str]:
 
 
 @pytest.fixture(params=_host_memory_backends())
-def backend(request, monkeypatch) -> str:
+def backend(request, monkeypatch, _interpreter_by_default) -> str:
     """Runs the test once on every available backend that launches on host memory (the interpreter,
     the compiled CPU backend, and the CUDA backend where there is a GPU), with TRITIUM_BACKEND naming
     it. On the CUDA backend the tensors the test builds on the host are copied to the GPU and back,

@@ -18,13 +18,6 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or not registry.get
                                reason="no CUDA GPU here")
 
 
-@pytest.fixture(autouse=True)
-def _backend_chosen_by_the_memory(monkeypatch):
-    """CUDA tensors launch on the backend serving their memory, as in a user's script, not on the
-    interpreter the rest of the suite names (tests/conftest.py)."""
-    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
-
-
 # the kernels whose PTX test_cuda_ptx.py checks, here run on the GPU
 _add_kernel, _softmax_kernel = _add, _softmax
 
