@@ -74,6 +74,20 @@ def backend(request, monkeypatch, _interpreter_by_default) -> str:
 
 
 @pytest.fixture
+def fresh_cpu_optimizer_queue():
+    """For a test that waits for the CPU backend's optimized code (``wait_for_optimized_code``,
+    ``triton.testing.do_bench``): the full compilations earlier tests in this process left deferred
+    are dropped first (their kernels, launched once on a few lanes, keep the quick code, which gives
+    the same bits), so that the wait covers this test's kernels, not every kernel the process ran."""
+    import sys
+
+    tiers = sys.modules.get("tritium.backends.cpu.tiers")
+    if tiers is not None:
+        with tiers._condition:
+            tiers._deferred.clear()
+
+
+@pytest.fixture
 def on_the_interpreter(monkeypatch):
     """For tests of the interpreter itself (its run-time check of the compiler's analyses, what it
     keeps on disk): their kernels run on it whatever the default backend is."""

@@ -31,6 +31,10 @@ from tritium.runtime.driver import driver
 
 CLI = [sys.executable, "-m", "tritium"]
 
+# do_bench waits for the CPU backend's optimized code: that of this module's kernels, not of every
+# kernel earlier tests in the process ran
+pytestmark = pytest.mark.usefixtures("fresh_cpu_optimizer_queue")
+
 
 # kernels ---------------------------------------------------------------------------------------
 @triton.jit

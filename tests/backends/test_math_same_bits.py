@@ -16,7 +16,8 @@ import tritium.language as tl
 from tritium.backends import registry
 from tritium.language.extra import libdevice
 
-pytestmark = pytest.mark.skipif(not registry.get("cpu").is_available(), reason="the CPU backend needs llvmlite")
+pytestmark = [pytest.mark.skipif(not registry.get("cpu").is_available(), reason="the CPU backend needs llvmlite"),
+              pytest.mark.usefixtures("fresh_cpu_optimizer_queue")]
 
 N = 4096
 
