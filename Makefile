@@ -21,11 +21,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tritium demo
 
-# The whole suite in one run: the tests under tests/execution/ run once on every backend
-# that launches kernels on host memory (the interpreter, the compiled CPU backend, and the CUDA
-# backend where there is a GPU: the `backend` fixture of tests/conftest.py); the others on the
+# ruff, then the whole suite in one run: the tests under tests/execution/ run once on every
+# backend that launches kernels on host memory (the interpreter, the compiled CPU backend, and the
+# CUDA backend where there is a GPU: the `backend` fixture of tests/conftest.py); the others on the
 # interpreter.
 test: $(STAMP)
+	$(BIN)/python -m ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n 2 tests
 
 clean:

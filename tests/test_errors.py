@@ -155,7 +155,7 @@ def _with_kernel(x_ptr):
 def _try_kernel(x_ptr):
     try:  # ERR
         tl.store(x_ptr, 1.0)
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - the construct the compiler rejects
         pass
 
 

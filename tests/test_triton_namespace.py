@@ -153,9 +153,9 @@ def test_assert_close():
 
 # perf_report / Benchmark ------------------------------------------------------------------------
 def _bench(**overrides):
-    settings = dict(x_names=["size"], x_vals=[8, 16, 32], line_arg="provider", line_vals=["a", "b"],
-                    line_names=["A", "B"], styles=[("blue", "-"), ("green", "--")], ylabel="GB/s",
-                    plot_name="sweep", args={"scale": 10}, x_log=True, y_log=False)
+    settings = {"x_names": ["size"], "x_vals": [8, 16, 32], "line_arg": "provider", "line_vals": ["a", "b"],
+                "line_names": ["A", "B"], "styles": [("blue", "-"), ("green", "--")], "ylabel": "GB/s",
+                "plot_name": "sweep", "args": {"scale": 10}, "x_log": True, "y_log": False}
     settings.update(overrides)
     return triton.testing.Benchmark(**settings)
 

@@ -75,7 +75,7 @@ def main():
         lambda: row_kernel_triton[(1,)](x, w, out, 64, 64, 1e-5, BLOCK=4, num_warps=8))))
     # tritium's launch in pieces: the argument binder (the fast path's key) and the direct launcher
     fast = store_one._fast_values((x,), {})
-    kernel_entry, direct = store_one._fast[fast[0]]
+    _, direct = store_one._fast[fast[0]]
     rows.append(("tritium binder (key of a launch)", per_launch(lambda: store_one._fast_values((x,), {}))))
     rows.append(("tritium direct launcher", per_launch(lambda: direct((1, 1, 1), fast[1]))))
 

@@ -28,7 +28,7 @@ _T_LO, _T_HI = 1 / (1 + 13.0 / 2), 1 / (1 + 0.5 / 2)  # |x| in [0.5, 13]: beyond
 
 
 def _hex(value: float) -> str:
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
 
 
 class _Emitter:

@@ -288,7 +288,7 @@ def _matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, strid
     a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
         b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Mapping, Optional, Union
+from typing import ClassVar, Mapping, Optional, Union
 
 from ... import config
 from ...compiler.analysis.effects import needs_program_order
@@ -41,7 +41,7 @@ class _Stages(dict):
         return value
 
     def get(self, name, default=None):
-        return self[name] if name in self else default
+        return self[name] if name in self else default  # noqa: SIM401 - this is the mapping's get
 
     def items(self):
         return [(name, self[name]) for name in self]
@@ -59,7 +59,7 @@ class CPUBackend(Backend):
     stages = ("ttir", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")
     math_as_interpreter = True
-    unsupported_opcodes = {
+    unsupported_opcodes: ClassVar[Mapping[str, str]] = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
         "inline_asm": "the compiler's lower_inline_asm pass turns it into the tl ops that emulate its instruction",
@@ -88,7 +88,7 @@ class CPUBackend(Backend):
     def default_target(self) -> GPUTarget:
         from . import jit
 
-        triple, cpu, features = jit.host_cpu()
+        _, cpu, features = jit.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
         return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if config.bounds_checks() else "-unchecked"), 1)
 

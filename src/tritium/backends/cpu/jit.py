@@ -22,7 +22,7 @@ from ..llvm import host
 _lock = threading.Lock()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _initialized() -> bool:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -32,7 +32,7 @@ def _initialized() -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_cpu() -> tuple[str, str, str]:
     """(triple, CPU name, feature string) of this machine."""
     _initialized()
@@ -46,7 +46,7 @@ def _new_target_machine(jit: bool = False):
                                         jit=jit)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def target_machine():
     """The machine code is generated for (shared; an execution engine gets its own, since it takes
     ownership of the one it is given and frees it with itself)."""
@@ -60,7 +60,7 @@ def optimize(llvm_ir: str, vectorize: bool = True):
         return _optimize_unlocked(llvm_ir, vectorize)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wide_vectors() -> bool:
     """True on AVX-512 hosts: loops use 512-bit vectors and math scales with ``vscalefps``."""
     return host.has_avx512(host_cpu()[2])
@@ -83,7 +83,7 @@ def _optimize_unlocked(llvm_ir: str, vectorize: bool):
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def quick_target_machine():
     """The machine of the quick tier: LLVM's fast instruction selector and register allocator."""
     triple, cpu, features = host_cpu()
@@ -157,7 +157,7 @@ def compile_quick(llvm_ir: str):
     return _server.compile(llvm_ir, _QUICK)[0]
 
 
-_DECLARED = re.compile(r'^declare [^@\n]*@"?([\w.$]+)"?\(', re.M)
+_DECLARED = re.compile(r'^declare [^@\n]*@"?([\w.$]+)"?\(', re.MULTILINE)
 
 
 def _check_symbols(llvm_ir: str) -> None:

@@ -41,7 +41,7 @@ def key(op) -> tuple:
 
 def build(op) -> str:
     """The LLVM IR of the loop computing ``op`` elementwise (memory types as the backend's)."""
-    import llvmlite.ir as ir
+    from llvmlite import ir
 
     from ..llvm import math as lmath
     from ..llvm import scalar

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import hashlib
 import os
 import re
-from typing import Mapping, Optional, Union
+from typing import ClassVar, Mapping, Optional, Union
 
 from ...compiler.ir.ops import Function
 from ...compiler.ir.spec import SPEC
@@ -68,7 +68,7 @@ class CUDABackend(Backend):
     stages = ("ttir", "llir", "ptx", "cubin")
     skipped_passes = ("lower_inline_asm",)  # it emits the asm itself
     cached_stages = ("llir", "ptx", "cubin")
-    unsupported_opcodes = {
+    unsupported_opcodes: ClassVar[Mapping[str, str]] = {
         "tile_load": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a load",
         "tile_store": "the compiler's lower_tile_access pass turns it into pointer arithmetic, a mask and a store",
     }

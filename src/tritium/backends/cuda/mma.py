@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm import casts
 from ..llvm import scalar as lanes
@@ -293,7 +293,7 @@ class Lowered:
     marked ``late`` (one that changes inside a loop) keeps the results in its builder; the others
     (lane and warp arithmetic) are built in the entry block."""
 
-    __slots__ = ("b", "value", "late")
+    __slots__ = ("b", "late", "value")
 
     def __init__(self, b: ir.IRBuilder, value, late: bool = False):
         self.b, self.value, self.late = b, value, late
