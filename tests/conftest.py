@@ -14,7 +14,7 @@ import pytest
 
 
 # The backend a test's kernels run on unless it says otherwise: the interpreter, or the one
-# TRITIUM_BACKEND named when the session started.
+# TRITIUM_BACKEND named when pytest started.
 _DEFAULT_BACKEND = os.environ.get("TRITIUM_BACKEND") or "interpreter"
 
 
