@@ -21,18 +21,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tritium demo
 
-# The whole suite runs on the interpreter (named, so that tests of its own machinery run there);
-# then the kernels that exercise execution (not the interpreter's own machinery) run again with
-# the default backend, the compiled CPU backend, checked by the same oracles.
-CPU_BACKEND_TESTS := tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py \
-	tests/test_reductions_and_dot.py tests/test_control_flow.py tests/test_early_return.py \
-	tests/test_break_continue.py tests/test_random.py tests/test_device_print.py tests/test_cross_program.py \
-	tests/test_seed_programs.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
-	tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/ops
-
+# ruff, then the whole suite in one run: the tests under tests/execution/ run once on every
+# backend that launches kernels on host memory (the interpreter, the compiled CPU backend, and the
+# CUDA backend where there is a GPU: the `backend` fixture of tests/conftest.py); the others on the
+# interpreter.
 test: $(STAMP)
-	TRITIUM_BACKEND=interpreter $(BIN)/python -m pytest -n 2 tests
-	$(BIN)/python -m pytest -n 2 $(CPU_BACKEND_TESTS)
+	$(BIN)/python -m ruff check src tests benchmarks
+	$(BIN)/python -m pytest -n 2 tests
 
 clean:
 	rm -rf $(VENV)

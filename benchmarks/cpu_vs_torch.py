@@ -210,7 +210,7 @@ def _forget_compiled() -> None:
 def _library_cases(bench, kernels, torch) -> dict:
     """More cases: tritium.ops' kernels (forward, and forward + backward through torch.autograd),
     and the tiled matmul at the sizes where a BLAS is at full speed."""
-    import tritium.ops as ops
+    from tritium import ops
 
     F = torch.nn.functional
     rows, cols, vocab = 4096, 1024, 32000

@@ -31,7 +31,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARK = "@@bench@@ "  # prefix of a worker's result line, so other output on stdout is harmless
@@ -48,8 +51,8 @@ class Case:
 
     size: str
     build: Callable[[], dict]  # -> inputs (made after torch.manual_seed(SEED))
-    launch: Callable[[dict], "torch.Tensor"]  # -> the kernel's output
-    reference: Callable[[dict], "torch.Tensor"]  # -> torch eager's output for the same work
+    launch: Callable[[dict], torch.Tensor]  # -> the kernel's output
+    reference: Callable[[dict], torch.Tensor]  # -> torch eager's output for the same work
     atol: float = 0.0
     rtol_of_max: float = 0.0
     why: str = ""  # what the tolerance allows for

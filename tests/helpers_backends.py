@@ -39,7 +39,7 @@ class _CorruptingExecutable:
 
     def launch(self, grid, args, stream=None, *, debug=False):
         self.inner.launch(grid, args, stream, debug=debug)
-        name, ty, view = [a for a in args if isinstance(a.type, T.pointer_type)][-1]
+        _, ty, view = [a for a in args if isinstance(a.type, T.pointer_type)][-1]
         element = np.ctypeslib.as_array((ctypes.c_uint8 * ty.element_ty.itemsize).from_address(
             view.address)).view(ty.element_ty.numpy)
         element[0] = element[0] + 1

@@ -7,12 +7,13 @@ import subprocess
 import sys
 
 
-def test_demo_output():
+def test_demo_output(monkeypatch):
+    monkeypatch.delenv("TRITIUM_BACKEND", raising=False)  # as a user runs it: the backend is chosen, not named
     tritium = os.path.join(os.path.dirname(sys.executable), "tritium")
     result = subprocess.run([tritium, "demo"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert re.search(r"^backend: cpu -- .+", out, re.M), "one line says which backend ran and why"
+    assert re.search(r"^backend: cpu -- .+", out, re.MULTILINE), "one line says which backend ran and why"
     rows = {}
     for line in out.splitlines():
         # fixed columns: op (18), size (20), then the error and two "tritium/torch" times

@@ -20,7 +20,7 @@ GETTING_STARTED = DOCS / "getting-started.md"
 
 
 def _blocks(path: Path) -> list[tuple[str, str]]:
-    return re.findall(r"```(python|console)\n(.*?)```", path.read_text(), re.S)
+    return re.findall(r"```(python|console)\n(.*?)```", path.read_text(), re.DOTALL)
 
 
 def _commands(block: str) -> list[tuple[str, list[str]]]:
@@ -67,7 +67,7 @@ def test_getting_started_blocks_run(tmp_path):
 def test_the_error_shown_in_getting_started_is_the_one_raised(tmp_path):
     text = GETTING_STARTED.read_text()
     (_, source) = next((k, b) for k, b in _blocks(GETTING_STARTED) if "add_unmasked" in b)
-    shown = re.search(r"prints\n\n```\n(.*?)```", text, re.S).group(1)
+    shown = re.search(r"prints\n\n```\n(.*?)```", text, re.DOTALL).group(1)
     script = tmp_path / "unmasked.py"
     script.write_text(source)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)

@@ -105,7 +105,7 @@ def test_language_core_holds_the_builtins():
     with pytest.raises(ValueError):
         tl.core.get_int_dtype(12, True)
     with pytest.raises(AttributeError):
-        tl.core.no_such_builtin
+        tl.core.no_such_builtin  # noqa: B018
 
 
 @triton.jit

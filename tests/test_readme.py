@@ -10,7 +10,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _first_python_block() -> str:
-    return re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    return re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL).group(1)
 
 
 def test_readme_example_runs(tmp_path):
@@ -26,7 +26,7 @@ def test_readme_unmasked_variant_reports_what_the_readme_shows(tmp_path):
     script.write_text(source)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
-    shown = re.search(r"```\n(OutOfBoundsError: .*?)```", README.read_text(), re.S).group(1)
+    shown = re.search(r"```\n(OutOfBoundsError: .*?)```", README.read_text(), re.DOTALL).group(1)
     first_line = " ".join(shown.split())
     printed = " ".join(result.stderr.split())
     expected = first_line.split("hint:")[0].replace("OutOfBoundsError: ", "")

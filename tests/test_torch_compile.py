@@ -64,7 +64,7 @@ def _run(tmp_path, body: str, timeout: int = 600) -> list[str]:
 
 
 def test_inductor_kernels_for_models_run_on_tritium(tmp_path):
-    failures, done = _run(tmp_path, '''
+    failures, _ = _run(tmp_path, '''
         import torch.nn.functional as F
         torch.manual_seed(0)
         x = torch.randn(32, 96)
@@ -227,7 +227,7 @@ def test_user_kernels_inside_compiled_graphs(tmp_path):
             add_into[(triton.cdiv(z.numel(), 64),)](z, y, z.numel(), BLOCK=64)
             return z * 2
     '''))
-    failures, done = _run(tmp_path, '''
+    failures, _ = _run(tmp_path, '''
         import sys, logging
         sys.path.insert(0, ".")
         import user_kernels as k
@@ -255,7 +255,7 @@ def test_user_kernels_inside_compiled_graphs(tmp_path):
 
 
 def test_the_compile_workers_are_not_used_under_tritium(tmp_path):
-    failures, done = _run(tmp_path, '''
+    failures, _ = _run(tmp_path, '''
         if inductor_config.compile_threads != 1:
             failures.append(f"compile_threads is {inductor_config.compile_threads}")
     ''')

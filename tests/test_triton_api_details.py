@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -281,7 +282,7 @@ def test_the_file_cache_manager_stores_files_and_groups(tmp_path):
         assert manager.get_file("k.bin") is None
         path = manager.put(b"\x00\x01", "k.bin")
         text = manager.put("hello", "k.txt", binary=False)
-        assert manager.get_file("k.bin") == path and open(path, "rb").read() == b"\x00\x01"
+        assert manager.get_file("k.bin") == path and Path(path).read_bytes() == b"\x00\x01"
         manager.put_group("k.json", {"k.bin": path, "k.txt": text})
         assert manager.get_group("k.json") == {"k.bin": path, "k.txt": text}
         os.remove(path)

@@ -12,5 +12,4 @@ def pytest_runtest_logreport(report):
     location = text[-1] if text else ""
     with open(os.environ.get("FAILURE_LOG", "failures.txt"), "a") as out:
         out.write(f"FAILED {report.nodeid} [{report.when}]\n")
-        for line in errors + [location]:
-            out.write(f"    {line[:400]}\n")
+        out.writelines(f"    {line[:400]}\n" for line in errors + [location])

@@ -3,7 +3,7 @@
     python benchmarks/gpu/inline_asm_reference.py OUT.npz
 
 Computes each instruction of ``tritium/language/inline_asm.py``'s table on the same inputs as
-``tests/test_inline_asm.py`` (numpy seed 0) with Triton on a CUDA GPU and saves the results;
+``tests/language/test_inline_asm.py`` (numpy seed 0) with Triton on a CUDA GPU and saves the results;
 ``tests/data/inline_asm_h200.npz`` holds what an H200 gave, which the suite compares with
 tritium's emulation (bit for bit where the PTX ISA defines the result, within the documented
 error of the approximate instructions).

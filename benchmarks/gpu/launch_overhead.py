@@ -76,7 +76,7 @@ def main():
     # tritium's launch in pieces: the argument binder (the fast path's key) and the direct launcher
     bind = store_one._binder  # made at the first launch (runtime/binder.py): (key, values, ...)
     fast = bind(x)
-    kernel_entry, direct = store_one._fast[fast[0]]
+    _, direct = store_one._fast[fast[0]]
     rows.append(("tritium binder (key of a launch)", per_launch(lambda: bind(x))))
     rows.append(("tritium direct launcher", per_launch(lambda: direct((1, 1, 1), fast[1]))))
 

@@ -57,7 +57,7 @@ def main() -> int:
     from liger_kernel.ops.swiglu import LigerSiLUMulFunction
 
     torch.manual_seed(0)
-    d = dict(device=DEVICE)
+    d = {"device": DEVICE}
     rows, cols = 64, 4096
     x = torch.randn(rows, cols, **d, requires_grad=True)
     w = torch.randn(cols, **d, requires_grad=True)

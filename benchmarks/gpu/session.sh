@@ -1,24 +1,47 @@
 #!/usr/bin/env bash
-# One device-machine call that checks and measures the CUDA backend (run from the repository root on
-# a machine with a GPU, Triton and torch; tritium is used from src/ without installing it).
+# Device-machine calls that check and measure the CUDA backend (run from the repository root on a
+# machine with a GPU, Triton and torch; tritium is used from src/ without installing it).
+#   bash benchmarks/gpu/session.sh suite   the whole test suite (every backend, cuda included), the
+#                                          CUDA-tensor tests, the launch overhead, the wgmma probe
+#   bash benchmarks/gpu/session.sh bench   benchmarks/cuda_vs_triton.py; with BASELINE_SRC=<a src/
+#                                          folder of another build>, that build's run too, in the
+#                                          same call, for a before/after on one card
+#   bash benchmarks/gpu/session.sh         both
 # Logs go to $OUT (or ./gpu-logs); the summary is printed last.
-#   SUITE_SECONDS   time limit of the test-suite run (default 300)
+#   SUITE_SECONDS   time limit of the test-suite run (default 420)
 set -u
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
+WHAT=${1:-all}
 export PYTHONPATH=$PWD/src:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache FAILURE_LOG=$OUT/failures.txt
-python3 benchmarks/gpu/launch_overhead.py > "$OUT/launch.txt" 2>&1
-python3 benchmarks/cuda_vs_triton.py > "$OUT/bench.txt" 2>&1
-python3 -m pytest -q -p no:cacheprovider -p failure_log tests/test_cuda_tensors.py tests/test_cuda_triton_bits.py > "$OUT/cuda_tensors.txt" 2>&1
-TRITON_DEFAULT_FP_FUSION=0 TRITIUM_BACKEND=cuda TRITIUM_TEST_BACKENDS=cuda timeout "${SUITE_SECONDS:-300}" \
-  python3 -m pytest -q -n 16 -p no:cacheprovider -p no:benchmark -p failure_log -p timeout --timeout 60 \
-  tests/test_elementwise.py tests/test_casts.py tests/test_shape_ops.py tests/test_reductions_and_dot.py \
-  tests/test_control_flow.py tests/test_early_return.py tests/test_break_continue.py tests/test_random.py \
-  tests/test_device_print.py tests/test_cross_program.py tests/test_block_pointers.py tests/test_tensor_descriptors.py \
-  tests/test_tuple_arguments.py tests/test_libdevice.py tests/test_promotion.py tests/test_inline_asm.py tests/ops > "$OUT/suite.log" 2>&1
-echo "== launch overhead"; cat "$OUT/launch.txt" | tail -12
-echo "== cuda_vs_triton"; tail -13 "$OUT/bench.txt"
-echo "== CUDA-tensor and Triton-bits tests"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tensors.txt" | cut -c1-300 | tail -40
-echo "== suite on the GPU"; tail -c 400 "$OUT/suite.log"; echo
-echo "failures logged: $(grep -c '^FAILED' "$OUT/failures.txt" 2>/dev/null || echo 0)"
-grep '^FAILED' "$OUT/failures.txt" 2>/dev/null | sed 's/\[.*//' | sort | uniq -c | sort -rn | head -30
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/card.txt" 2>&1
+if [ "$WHAT" != bench ]; then
+  python3 benchmarks/gpu/launch_overhead.py > "$OUT/launch.txt" 2>&1
+  python3 benchmarks/gpu/wgmma_probe.py --run > "$OUT/wgmma_probe.txt" 2>&1
+  python3 -m pytest -q -p no:cacheprovider -p failure_log tests/backends/cuda > "$OUT/cuda_tests.txt" 2>&1
+  # the suite as `make test` runs it: the execution tests once per backend (interpreter, cpu, cuda)
+  timeout "${SUITE_SECONDS:-420}" python3 -m pytest -q -n 16 -p no:cacheprovider -p no:benchmark -p failure_log \
+    -p timeout --timeout 120 tests > "$OUT/suite.log" 2>&1
+  python3 -m pytest -o addopts= -q -p no:cacheprovider --collect-only tests 2>/dev/null | grep -oE '[-[](interpreter|cpu|cuda)[]-]' \
+    | tr -d '[]-' | sort | uniq -c > "$OUT/per_backend.txt"
+fi
+if [ "$WHAT" != suite ]; then
+  python3 benchmarks/cuda_vs_triton.py > "$OUT/bench.txt" 2>&1
+  if [ -n "${BASELINE_SRC:-}" ]; then
+    PYTHONPATH=$BASELINE_SRC:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache-base \
+      python3 benchmarks/cuda_vs_triton.py > "$OUT/bench_baseline.txt" 2>&1
+  fi
+fi
+echo "== card"; cat "$OUT/card.txt"
+if [ "$WHAT" != bench ]; then
+  echo "== launch overhead"; tail -12 "$OUT/launch.txt"
+  echo "== wgmma probe"; tail -5 "$OUT/wgmma_probe.txt"
+  echo "== tests/backends/cuda"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tests.txt" | cut -c1-300 | tail -20
+  echo "== suite (items per backend collected:)"; cat "$OUT/per_backend.txt"; tail -c 400 "$OUT/suite.log"; echo
+  echo "failures logged: $(grep -c '^FAILED' "$OUT/failures.txt" 2>/dev/null || echo 0)"
+  grep '^FAILED' "$OUT/failures.txt" 2>/dev/null | sed 's/\[.*//' | sort | uniq -c | sort -rn | head -30
+fi
+if [ "$WHAT" != suite ]; then
+  echo "== cuda_vs_triton"; tail -13 "$OUT/bench.txt"
+  if [ -n "${BASELINE_SRC:-}" ]; then echo "== cuda_vs_triton, baseline build"; tail -13 "$OUT/bench_baseline.txt"; fi
+fi

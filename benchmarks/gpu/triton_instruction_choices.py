@@ -42,9 +42,8 @@ SKIP = re.compile(r"^\s*(ld\.|st\.|mov\.|setp\.|add\.s|mad\.lo|mul\.wide|shl\.b6
 def main():
     source = "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
     source += "".join(TEMPLATE.format(name=n, expr=e) for n, e in CASES.items())
-    path = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-    path.write(source)
-    path.close()
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as path:
+        path.write(source)
     spec = importlib.util.spec_from_file_location("cases", path.name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -47,7 +47,7 @@ def _as_python_would(run) -> int:
     the exit status is 1. ``SystemExit`` and ``KeyboardInterrupt`` pass through unchanged."""
     try:
         run()
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - printed as python prints what a script does not catch
         ours = {os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>"}
         tb = error.__traceback__
         while tb is not None and (tb.tb_frame.f_code.co_filename in ours
@@ -71,7 +71,7 @@ def _run_script(script: str) -> None:
     main.__dict__.update(__file__=script, __cached__=None, __builtins__=builtins)
     sys.modules["__main__"] = main
     sys.path.insert(0, os.path.dirname(script))
-    exec(code, main.__dict__)
+    exec(code, main.__dict__)  # noqa: S102 - the user's script, as python runs it
 
 
 def _parse_constant(text: str):

@@ -78,7 +78,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 inner.exec_module(module)
                 try:
                     then(module)
-                except Exception as error:  # a torch this code does not know: leave it as it is
+                except Exception as error:  # noqa: BLE001 - a torch this code does not know: leave it as it is
                     import warnings
 
                     warnings.warn(f"tritium could not give torch its analysis of user kernels ({error}); torch's "
@@ -167,7 +167,7 @@ def _accesses(kernel, kwargs, tma_descriptor_metadata):
             found = kernel.pointer_accesses(**{k: x for k, x in v.items() if k in kernel.arg_names})
             reads.update(found[0])
             writes.update(found[1])
-    except Exception:
+    except Exception:  # noqa: BLE001 - a kernel this analysis cannot compile: torch's own analysis applies
         return None
     order = [name for name in kernel.arg_names if name in tensors]
     return [n for n in order if n in reads], [n for n in order if n in writes]
@@ -182,7 +182,7 @@ def _tensor_dtype(value):
     if get_dtype is not None and type(value).__module__.startswith("torch._inductor"):
         try:
             return get_dtype()
-        except Exception:
+        except Exception:  # noqa: BLE001 - an Inductor node without a dtype yet
             return None
     return None
 

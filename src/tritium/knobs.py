@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Callable
+from typing import Any
 
 
 
@@ -233,7 +233,7 @@ def _find_nvidia_tool(binary: str):
         try:
             import nvidia.cuda_nvcc as package  # the pip wheel with ptxas
 
-            candidate = os.path.join(list(package.__path__)[0], "bin", binary)
+            candidate = os.path.join(next(iter(package.__path__)), "bin", binary)
             found = candidate if os.path.exists(candidate) else None
         except ImportError:
             found = None

@@ -239,8 +239,8 @@ class BenchmarkTable:
     def to_csv(self, path: str) -> None:
         with open(path, "w") as f:
             f.write(",".join(self.columns) + "\n")
-            for row in self.rows:
-                f.write(",".join("" if v is None else repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
+            f.writelines(",".join("" if v is None else repr(v) if isinstance(v, float) else str(v) for v in row) + "\n"
+                         for row in self.rows)
 
     def __str__(self) -> str:
         return self.format()

@@ -110,7 +110,8 @@ def test_registers_and_spills_are_the_loaded_kernels_read_on_first_use(monkeypat
     loads = []
 
     class Loaded(Executable):
-        asm = {}
+        def __init__(self):
+            self.asm = {}
 
         def load(self):
             loads.append(1)

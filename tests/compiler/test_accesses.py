@@ -71,7 +71,7 @@ def test_what_torch_is_told_covers_every_autotune_config_and_computes_heuristics
     from tritium.compat_torch import _accesses
 
     x = torch.zeros(4)
-    args = dict(a_ptr=x, b_ptr=x, c_ptr=x, n=4)
+    args = {"a_ptr": x, "b_ptr": x, "c_ptr": x, "n": 4}
     assert _accesses(_tuned_choice, args, {}) == (["c_ptr"], ["a_ptr", "b_ptr"])  # one config writes each
     assert _accesses(_heuristic_choice, args, {}) == (["c_ptr"], ["b_ptr"])
     assert _accesses(_heuristic_choice, dict(args, n=1), {}) is not None
@@ -88,7 +88,8 @@ def test_torch_versions_with_the_older_analysis_function_get_tritium_s_answer():
     older.identify_mutated_tensors = lambda kernel, kwargs, tma: ["torch's own answer"]
     compat_torch._answer_from_tritium_ir(older)
     x = torch.zeros(4)
-    assert older.identify_mutated_tensors(_tuned_choice, dict(a_ptr=x, b_ptr=x, c_ptr=x, n=4), {}) == ["a_ptr", "b_ptr"]
+    args = {"a_ptr": x, "b_ptr": x, "c_ptr": x, "n": 4}
+    assert older.identify_mutated_tensors(_tuned_choice, args, {}) == ["a_ptr", "b_ptr"]
     assert older.identify_mutated_tensors(object(), {}, {}) == ["torch's own answer"]
     neither = types.ModuleType("unknown")
     compat_torch._answer_from_tritium_ir(neither)

@@ -126,7 +126,7 @@ def test_hints_set_the_claims_they_promise():
     fn = _function(_gather_hinted, "*fp32:16,*i32:16,*fp32:16", BLOCK=64)
     claims = analyze_axis_info(fn)
     hints = _ops(fn, "hint")
-    scalar, offs_multiple, offs_contiguous, loaded_multiple, loaded_contiguous = hints
+    scalar, _, offs_contiguous, loaded_multiple, loaded_contiguous = hints
     assert _claims(claims.get(scalar.result)) == ((1,), (32,), (1,))
     # start + arange is already one run of 64: multiple_of(32) is about its first element
     assert _claims(claims.get(offs_contiguous.result)) == ((64,), (32,), (1,))
@@ -219,7 +219,7 @@ def test_constants_fold_and_zero_divides_by_everything():
     claims = analyze_axis_info(fn)
     zero = next(op.result for op in _ops(fn, "arange"))
     assert claims.get(zero).divisibility == (MAX_DIVISIBILITY,)  # arange starts at 0
-    sixteen = [op.result for op in _ops(fn, "constant") if op.attrs["value"] == 16][0]
+    sixteen = next(op.result for op in _ops(fn, "constant") if op.attrs["value"] == 16)
     assert claims.get(sixteen) == make(sixteen.type, (1,), (16,), (1,), value=16)
 
 

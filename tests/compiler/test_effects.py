@@ -73,7 +73,7 @@ def counting_loop(out):
 
 def bounded_search(p, out):
     found = -1
-    for i in range(0, 16):
+    for i in range(16):
         if tl.load(p + i) == 7:
             found = i
             break

@@ -92,7 +92,7 @@ def test_parsed_ir_runs_like_the_original():
 
 
 def test_special_constants_and_strings_round_trip():
-    text = "\n".join([
+    text = "\n".join([  # noqa: FLY002 - one line of IR per string
         "func @k(%p: ptr<fp32> {divisibility=16}, %desc.shape0: i32 {divisibility=16, equal_to_1=False}) {",
         "  %0 = constant {value=nan} : fp32",
         "  %1 = constant {value=-inf} : fp32",

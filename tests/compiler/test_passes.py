@@ -1,4 +1,4 @@
-"""CSE, LICM and canonicalization on hand-written IR, pinned with CHECK lines (tests/ir_check.py),
+"""CSE, LICM and canonicalization on hand-written IR, pinned with CHECK lines (tests/compiler/ir_check.py),
 and the claim each makes checked against the interpreter: the IR after it computes the same bits.
 
 Oracles: the CHECK lines state what each rewrite must leave (written from the IR spec, not from
@@ -347,7 +347,7 @@ func @k(%out: ptr<i32>, %n: i32, %d: i32) {
 @triton.jit
 def _invariant_addresses(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for i in range(0, n):
+    for i in range(n):
         offsets = tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + offsets + i)
     tl.store(out_ptr + tl.arange(0, BLOCK), acc)

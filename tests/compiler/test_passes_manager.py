@@ -31,7 +31,7 @@ def test_the_pipeline_runs_in_the_documented_order():
     assert manager.PASS_NAMES == ("lower_tile_access", "lower_inline_asm", "fold_constants", "canonicalize", "licm",
                                   "cse", "dce")
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
-    listed = re.search(r"after each pass:\s*(.*?)\.", docs, re.S).group(1)
+    listed = re.search(r"after each pass:\s*(.*?)\.", docs, re.DOTALL).group(1)
     assert re.findall(r"`(\w+)`", listed) == list(manager.PASS_NAMES)
 
 
@@ -40,7 +40,7 @@ def test_a_second_round_of_passes_changes_nothing(monkeypatch):
     running every pass again leaves the IR's text as it is."""
     import torch
 
-    import tritium.compiler as compiler
+    from tritium import compiler
     from tritium import ops
     from tritium.compiler.ir.printer import print_function
 

@@ -167,7 +167,7 @@ class Stages(dict):
         return value
 
     def get(self, name, default=None):
-        return self[name] if name in self else default
+        return self[name] if name in self else default  # noqa: SIM401  (dict.get would skip __getitem__)
 
     def items(self):
         return [(name, self[name]) for name in self]

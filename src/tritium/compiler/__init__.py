@@ -59,5 +59,5 @@ def compile_source(source: ASTSource) -> CompiledIR:
     return compile_ir(source.fn, specs, attrs)
 
 
-__all__ = ["ASTSource", "CompiledIR", "CompiledKernel", "JITCallable", "PASSES", "compile_ir", "compile_source",
+__all__ = ["PASSES", "ASTSource", "CompiledIR", "CompiledKernel", "JITCallable", "compile_ir", "compile_source",
            "errors", "parse_type"]

@@ -23,7 +23,7 @@ from ..language.core import tensor
 class Aggregate:
     """A compile-time object made of parts, some of which may be run-time tensors."""
 
-    def flatten(self) -> tuple[list, Callable[[list], "Aggregate"]]:
+    def flatten(self) -> tuple[list, Callable[[list], Aggregate]]:
         """(parts, rebuild): ``rebuild(new_parts)`` is this object with its parts replaced."""
         raise NotImplementedError
 

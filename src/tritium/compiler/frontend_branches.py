@@ -32,7 +32,7 @@ class BranchVisitor:
             self.visit_block(node.body if _static(cond) else node.orelse)
             return
         cond = self._runtime_condition(cond, node.test, "if")
-        then_scope, else_scope, then_region, else_region, then_returned, else_returned = self._branches(
+        then_scope, else_scope, then_region, else_region, _, _ = self._branches(
             lambda: self.visit_block(node.body), lambda: self.visit_block(node.orelse))
         self._join(node, cond, then_scope, else_scope, then_region, else_region,
                    else_unread=getattr(node, SKIPPED_BY_RETURN, False))

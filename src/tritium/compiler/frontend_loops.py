@@ -33,9 +33,7 @@ def _assigned_names(statements) -> list[str]:
             targets = []
             if isinstance(node, ast.Assign):
                 targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets = [node.target]
-            elif isinstance(node, ast.For):
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
                 targets = [node.target]
             for target in targets:
                 for sub in ast.walk(target):

@@ -63,7 +63,7 @@ def _same_static(a, b) -> bool:
         return True
     try:
         return type(a) is type(b) and bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 - values whose == raises (or gives no bool) are not the same
         return False
 
 

@@ -7,6 +7,8 @@ takes the tensor's type: ``(uint8, int) -> uint8``.
 """
 from __future__ import annotations
 
+import math
+
 from .ir import types as T
 
 
@@ -90,7 +92,8 @@ def python_scalar_type(value) -> T.dtype:
         raise OverflowError(f"integer constant {value} does not fit in 64 bits")
     if isinstance(value, float):
         magnitude = abs(value)
-        if magnitude == float("inf") or magnitude == 0.0 or value != value or 2.0**-126 <= magnitude <= 3.4028234663852886e38:
+        if (magnitude == float("inf") or magnitude == 0.0 or math.isnan(value)
+                or 2.0**-126 <= magnitude <= 3.4028234663852886e38):
             return T.float32
         return T.float64
     raise TypeError(f"{type(value).__name__} is not a number")

@@ -29,7 +29,7 @@ __all__ = ["FP32_FP64_ONLY", "Semantic", "current", "default_fp32_dot_precision"
 _state = threading.local()
 
 
-def current() -> "Semantic":
+def current() -> Semantic:
     sem = getattr(_state, "semantic", None)
     if sem is None:
         raise RuntimeError(
@@ -133,13 +133,13 @@ class Semantic(ElementwiseSemantics, ShapeSemantics, MemorySemantics, CrossLaneS
     def arange(self, start, end) -> tensor:
         for name, value in (("start", start), ("end", end)):
             if isinstance(unwrap(value), tensor):
-                raise ValueError(
+                raise ValueError(  # noqa: TRY004 - Triton's exception and wording
                     f"arange's arguments must be of type tl.constexpr ({name} is a run-time value); "
                     "annotate the kernel parameter as `NAME: tl.constexpr`"
                 )
         start, end = unwrap(start), unwrap(end)
         if not isinstance(start, int) or not isinstance(end, int):
-            raise ValueError("arange's arguments must be of type tl.constexpr integers")
+            raise ValueError("arange's arguments must be of type tl.constexpr integers")  # noqa: TRY004 - as Triton
         n = end - start
         if n <= 0:
             raise ValueError(f"arange's end ({end}) must be greater than its start ({start})")

@@ -1,6 +1,8 @@
 """What memory ops mean: loads, stores and atomics, with their masks, memory orders and element types."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..language.core import tensor, unwrap
 from .ir import types as T
 from .semantics_elementwise import _is_number
@@ -103,7 +105,7 @@ class MemorySemantics:
     _SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
     _SCOPES = ("gpu", "cta", "sys")
     # Element types each read-modify-write kind accepts (Triton's documentation of tl.atomic_*).
-    _ATOMIC_TYPES = {
+    _ATOMIC_TYPES: ClassVar[dict[str, tuple[str, ...]]] = {
         "add": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
         "max": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),
         "min": ("int32", "uint32", "int64", "uint64", "fp16", "bf16", "fp32", "fp64"),

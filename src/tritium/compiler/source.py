@@ -137,7 +137,7 @@ class ASTSource:
                                                                  is_constexpr_annotation(param.annotation)):
                 if name not in self.constexprs and param.default is inspect.Parameter.empty:
                     raise LaunchError(f"give a value for the constexpr {name} (e.g. -D {name}=...)")
-                value = self.constexprs[name] if name in self.constexprs else param.default
+                value = self.constexprs.get(name, param.default)
                 specs[name] = value if isinstance(value, constexpr) else constexpr(value)
                 continue
             if text is None:

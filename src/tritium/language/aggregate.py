@@ -28,13 +28,13 @@ def _fields(cls) -> dict:
     """Field name -> annotation, the bases' first (string annotations resolved where they can be)."""
     found: dict = {}
     for klass in reversed(cls.__mro__):
-        annotations = klass.__dict__.get("__annotations__", {})
+        annotations = inspect.get_annotations(klass)
         module = sys.modules.get(klass.__module__)
         for name, annotation in annotations.items():
             if isinstance(annotation, str):
                 try:
                     annotation = eval(annotation, vars(module) if module else {}, dict(vars(klass)))
-                except Exception:
+                except Exception:  # noqa: BLE001, S110 - a name it cannot resolve: the annotation stays a string
                     pass
             found[name] = annotation
     return found
@@ -157,9 +157,9 @@ def aggregate(cls):
 
     # a subclass of ``cls`` (its methods, and super() inside them, work as written), with the
     # aggregate's construction, immutability and taking apart
-    namespace = dict(__init__=__init__, __setattr__=__setattr__, flatten=flatten, structure=structure,
-                     __triton_aggregate__=True, __annotations__=dict(fields), __aggregate_fields__=tuple(fields),
-                     __aggregate_defaults__=defaults)
+    namespace = {"__init__": __init__, "__setattr__": __setattr__, "flatten": flatten, "structure": structure,
+                 "__triton_aggregate__": True, "__annotations__": dict(fields), "__aggregate_fields__": tuple(fields),
+                 "__aggregate_defaults__": defaults}
     if "__repr__" not in cls.__dict__:
         namespace["__repr__"] = __repr__
     made = type(name, (cls,) if bases else (cls, Aggregate), namespace)

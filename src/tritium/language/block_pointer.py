@@ -32,7 +32,7 @@ def _sequence(value, what: str) -> tuple:
 def _static_int(value):
     """The Python int behind ``value`` when it is a compile-time integer; None otherwise."""
     value = unwrap(value)
-    if isinstance(value, bool) or isinstance(value, tensor):
+    if isinstance(value, (bool, tensor)):
         return None
     return value if isinstance(value, int) else None
 
@@ -61,7 +61,7 @@ def _block_shape(block_shape, what: str = "block_shape") -> tuple[int, ...]:
     out = []
     for i, d in enumerate(dims):
         d = unwrap(d)
-        if isinstance(d, tensor) or isinstance(d, bool) or not isinstance(d, int):
+        if isinstance(d, (tensor, bool)) or not isinstance(d, int):
             raise TypeError(f"{what}[{i}] must be a constexpr integer, got {d!r}")
         out.append(d)
     _semantic()._shape(tuple(out))  # powers of two

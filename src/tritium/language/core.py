@@ -168,7 +168,7 @@ def unwrap(value):
 
 
 def is_constexpr_value(value) -> bool:
-    return isinstance(value, constexpr) or isinstance(value, (bool, int, float)) or value is None
+    return isinstance(value, (constexpr, bool, int, float)) or value is None
 
 
 class tensor:
@@ -194,7 +194,7 @@ class tensor:
         return constexpr(n)
 
     @property
-    def T(self) -> "tensor":
+    def T(self) -> tensor:
         return _semantic().permute(self, tuple(reversed(range(len(self.shape)))))
 
     def __bool__(self):

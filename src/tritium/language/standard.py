@@ -538,7 +538,7 @@ def max_constancy(input, values):
 @builtin
 def assume(cond):
     """Lets the compiler assume ``cond`` holds; a pure hint, so the interpreter does nothing."""
-    return None
+    return
 
 
 @builtin

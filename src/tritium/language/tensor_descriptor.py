@@ -102,7 +102,7 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
         raise ValueError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
                          f"{block[-1]} * {element.itemsize} = {row_bytes} bytes")
     last = unwrap(strides[-1])
-    if isinstance(last, tensor) or isinstance(last, bool) or last != 1:
+    if isinstance(last, (tensor, bool)) or last != 1:
         raise ValueError(f"a tensor descriptor's last stride must be 1 (a constexpr), got {last!r}")
     padding = unwrap(padding_option)
     if padding not in ("zero", "nan"):

@@ -414,7 +414,7 @@ def bitonic_sort(x: np.ndarray, descending: bool) -> np.ndarray:
     pair that compares false both ways (a NaN, or -0.0 beside +0.0) is not swapped but merged: the
     right lane takes the left one's value, and the result need not be a permutation of the input
     (``[nan, 1, 3, 2, 0, 5, 4, 7]`` sorts to eight NaNs). Triton 3.6 on an H200 gives these results
-    bit for bit (tests/numerics/test_sort_network.py holds rows recorded there).
+    bit for bit (tests/execution/test_sort_network.py holds rows recorded there).
     """
     n = x.shape[-1]
     stages = n.bit_length() - 1

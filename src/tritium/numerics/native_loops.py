@@ -49,7 +49,7 @@ def compile_maps(source: str, names: list[str], symbols: dict[str, int] | None =
             engine.finalize_object()
             _engines.append(engine)
             return {name: _MAP(engine.get_function_address(name)) for name in names}
-    except Exception:  # no JIT on this platform: the callers fall back to numpy
+    except Exception:  # noqa: BLE001 - no JIT on this platform: the callers fall back to numpy
         return None
 
 

@@ -10,7 +10,7 @@ rounding to fp32. ``erf``, for fp32 inputs:
   ``log(erfc(x)) + x^2 - log(t)`` computed with Python's ``math.erfc``; ``exp`` is evaluated
   inline (range reduction by ln 2 and a degree-12 polynomial). Relative error < 1e-12, far
   below an fp32 ulp: the result rounded to fp32 matches ``math.erf`` rounded to fp32 (checked
-  on 5M inputs when this was written, and by tests/test_elementwise.py).
+  on 5M inputs when this was written, and by tests/execution/test_elementwise.py).
 
 Polynomials are evaluated by Estrin's scheme (``_Emitter.estrin``), which halves the time of
 these latency-bound loops against Horner's and Clenshaw's recurrences.
@@ -28,7 +28,7 @@ _T_LO, _T_HI = 1 / (1 + 13.0 / 2), 1 / (1 + 0.5 / 2)  # |x| in [0.5, 13]: beyond
 
 
 def _hex(value: float) -> str:
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
 
 
 class _Emitter:

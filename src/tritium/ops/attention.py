@@ -168,9 +168,9 @@ def attention_backward_q_kernel(q_ptr, k_ptr, v_ptr, grad_o_ptr, lse_ptr, delta_
 
 def _blocks(Lq: int, Lk: int, D: int, DV: int) -> dict:
     """Block sizes: tl.dot needs every dimension >= 16; 64 keeps a tile at 4096 elements."""
-    return dict(BLOCK_M=min(64, max(16, triton.next_power_of_2(Lq))),
-                BLOCK_N=min(64, max(16, triton.next_power_of_2(Lk))),
-                BLOCK_D=max(16, triton.next_power_of_2(D)), BLOCK_DV=max(16, triton.next_power_of_2(DV)))
+    return {"BLOCK_M": min(64, max(16, triton.next_power_of_2(Lq))),
+            "BLOCK_N": min(64, max(16, triton.next_power_of_2(Lk))),
+            "BLOCK_D": max(16, triton.next_power_of_2(D)), "BLOCK_DV": max(16, triton.next_power_of_2(DV))}
 
 
 def attention_forward(q3, k3, v3, scale: float, causal: bool):

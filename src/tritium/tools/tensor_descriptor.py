@@ -61,7 +61,7 @@ class TensorDescriptor:
             raise ValueError(f"padding must be 'zero' or 'nan', got {self.padding!r}")
 
     @staticmethod
-    def from_tensor(tensor: Any, block_shape: List[int], padding="zero") -> "TensorDescriptor":
+    def from_tensor(tensor: Any, block_shape: List[int], padding="zero") -> TensorDescriptor:
         """A descriptor of the whole of ``tensor`` (a torch tensor, or a numpy array)."""
         if hasattr(tensor, "stride") and callable(tensor.stride):
             strides = list(tensor.stride())

@@ -74,7 +74,7 @@ class CPUBackend(Backend):
     def default_target(self) -> GPUTarget:
         from ..llvm import host
 
-        triple, cpu, features = host.host_cpu()
+        _, cpu, features = host.host_cpu()
         digest = hashlib.sha256(features.encode()).hexdigest()[:12]
         return GPUTarget("cpu", f"{cpu}-{digest}" + ("" if config.bounds_checks() else "-unchecked"), 1)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.analysis.masks import classify_mask
 from ...compiler.ir.ops import Value

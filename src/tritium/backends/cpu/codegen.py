@@ -22,7 +22,7 @@ The module has two functions: ``program`` (one program of the grid) and ``grid``
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.analysis.accesses import argument_accesses
 from ...compiler.analysis.axis_info import analyze_axis_info
@@ -222,7 +222,8 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
                 buffer = self.materialize(v)
                 if buffer.strides != row_major_strides(buffer.shape):
                     copy = self.new_buffer(v.type.scalar, buffer.shape)
-                    self.loop_nest(buffer.shape, lambda idx: self.store_buffer(copy, idx, self.load_buffer(buffer, idx)))
+                    self.loop_nest(buffer.shape, lambda idx, copy=copy, buffer=buffer:
+                                   self.store_buffer(copy, idx, self.load_buffer(buffer, idx)))
                     buffer = copy
                 pointer = buffer.pointer
             else:

@@ -3,7 +3,7 @@ interpreter's tree order, scans, sort, gather, histogram, philox and dot (``dot.
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation, Value

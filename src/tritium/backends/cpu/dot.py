@@ -10,7 +10,7 @@ fp64), so results agree within the rounding of K fp32 additions, not bit for bit
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm import casts
 from ..llvm import scalar as lanes

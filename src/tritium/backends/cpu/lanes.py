@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import contextlib
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation, Value

@@ -227,10 +227,11 @@ class Executable(ExecutableBase):
                 slots.append(f"bits{i}(values[{name!r}])")
         namespace["Block"] = ctypes.c_uint64 * (codegen.HEADER_SLOTS + len(slots) + len(bounds))
         header = [self.token, config.spin_check_after()]
-        lines += [f"    run(Block(gx, gy, gz, {', '.join(map(str, header + slots + bounds))}), total, "
-                  f"{thread_count()}, {config.shuffle_seed()!r})",
+        lines += [(f"    run(Block(gx, gy, gz, {', '.join(map(str, header + slots + bounds))}), total, "
+                   f"{thread_count()}, {config.shuffle_seed()!r})"),
                   "    return True"]
-        exec(compile("\n".join(lines) + "\n", f"<tritium cpu launcher {self.fn.name}>", "exec"), namespace)
+        code = compile("\n".join(lines) + "\n", f"<tritium cpu launcher {self.fn.name}>", "exec")
+        exec(code, namespace)  # noqa: S102 - the launcher written above
         return namespace["launch"]
 
     def _run(self, block, total: int, threads: Optional[int], seed: Optional[int]) -> None:

@@ -3,7 +3,7 @@ loop of the store they feed, writes, and atomic read-modify-write and compare-an
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation, Value

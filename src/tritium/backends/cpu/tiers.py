@@ -105,7 +105,7 @@ def _report(executable, failure: BaseException) -> None:
     try:
         warnings.warn(f"kernel '{executable.fn.name}' keeps its quick, unoptimized code on the cpu backend: "
                       f"{type(failure).__name__}: {failure}", RuntimeWarning, stacklevel=2)
-    except BaseException:  # noqa: BLE001 - warnings turned into errors: nothing more to say
+    except BaseException:  # noqa: BLE001, S110 - warnings turned into errors: nothing more to say
         pass
 
 

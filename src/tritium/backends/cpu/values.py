@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 

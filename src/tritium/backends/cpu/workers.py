@@ -47,7 +47,7 @@ import sys
 import threading
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 import numpy as np
 
 from ..llvm.types import I32, I64, PTR, VOID
@@ -290,7 +290,7 @@ def _build_module() -> ir.Module:
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _functions():
     """(worker, dispatch) of the compiled module, loaded once per process. Emitted without LLVM's
     optimization pipeline: the module is a few loops written as they should run, and the pipeline

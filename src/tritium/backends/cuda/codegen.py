@@ -12,7 +12,9 @@ except the math Triton lowers to approximate instructions or libdevice (``math.p
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from typing import ClassVar
+
+from llvmlite import ir
 
 from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.analysis.provenance import pointer_provenance
@@ -62,7 +64,7 @@ class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging
 
     # The elementwise opcodes: one lane each from backends/llvm/scalar.py's rules, (b, op, args), or
     # from math.py's, (codegen, op, args), which take their place (lane_op calls either)
-    lane_rules = {**lanes.LOWER, **gpu_math.LOWER}
+    lane_rules: ClassVar[dict] = {**lanes.LOWER, **gpu_math.LOWER}
 
     def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False,
                  capability: int = 90):

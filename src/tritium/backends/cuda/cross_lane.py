@@ -5,7 +5,7 @@ bitonic sort (partners in another register, lane or warp).
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation

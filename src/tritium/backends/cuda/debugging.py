@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir.ops import Operation, Value
 from .. import reports
@@ -61,7 +61,6 @@ class Debugging:
                     b.store(field, b.gep(slot0, [ir.Constant(I32, slot)], source_etype=I64), align=8)
 
             self._guarded(won, lambda: fill() and None)
-            return None
 
         self._guarded(predicate, record)
 

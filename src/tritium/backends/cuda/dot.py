@@ -13,7 +13,7 @@ chunk of products aligned and truncated), within about the same bound.
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm import casts
 from ..llvm import scalar as lanes

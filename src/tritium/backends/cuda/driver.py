@@ -54,7 +54,7 @@ def unavailable_reason() -> Optional[str]:
         return "cuda-bindings is not installed (pip install 'tritium[cuda]')"
     try:
         status, = driver.cuInit(0)
-    except Exception as error:  # the library itself is missing: no NVIDIA driver
+    except Exception as error:  # noqa: BLE001 - the library itself is missing: no NVIDIA driver
         return f"the NVIDIA driver library could not be loaded ({type(error).__name__}: {str(error)[:120]})"
     if status != driver.CUresult.CUDA_SUCCESS:
         return f"cuInit failed: {_name(status)}"
@@ -67,7 +67,7 @@ def unavailable_reason() -> Optional[str]:
 def _name(status) -> str:
     driver = _driver()
     try:
-        err, text = driver.cuGetErrorString(status)
+        _, text = driver.cuGetErrorString(status)
         words = text.decode() if isinstance(text, bytes) else str(text)
     except Exception:  # noqa: BLE001 - describing an error must not raise another
         words = ""
@@ -136,7 +136,7 @@ class Device:
         check(_driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device(ordinal: int = 0) -> Device:
     return Device(ordinal)
 

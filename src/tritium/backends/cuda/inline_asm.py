@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm.types import F32, F64
 

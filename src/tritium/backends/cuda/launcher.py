@@ -44,7 +44,7 @@ class Executable(ExecutableBase):
     builds that variant, for launches in debug mode."""
 
     def __init__(self, fn, asm: dict, shared_bytes: int, num_warps: int, report_ops: Optional[list] = None,
-                 checks: bool = False, make_checked: Optional[Callable[[], "Executable"]] = None):
+                 checks: bool = False, make_checked: Optional[Callable[[], Executable]] = None):
         from ...compiler.analysis.effects import needs_program_order
         from ...compiler.analysis.provenance import pointer_provenance
 

@@ -12,7 +12,7 @@ Each entry is ``lower(codegen, op, args) -> value`` for one lane.
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm import casts
 from ..llvm.types import F32, F64, I1, I32, arithmetic_type, register_type

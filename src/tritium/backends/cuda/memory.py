@@ -4,9 +4,9 @@ the cache hints of ``cache_modifier`` and ``eviction_policy``, and atomics.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import ClassVar, Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir.ops import Operation, Value
 from ..llvm import atomics
@@ -155,7 +155,7 @@ class Memory:
                     continue
                 vector_ty = ir.VectorType(mem, vec)
 
-                def read_vector(p=p, vector_ty=vector_ty):
+                def read_vector(p=p, vector_ty=vector_ty, vec=vec):
                     return b.load(p, typ=vector_ty, align=vec * item_size(dtype))
 
                 if others is not None:
@@ -229,10 +229,11 @@ class Memory:
                 vector = self._vector_of([self._to_memory(values[start + i], dtype) for i in range(vec)], vector_ty)
                 if (predicate is None and not hints) or not self._predicated_store(predicate, p, vector, hints):
                     self._guarded(predicate,
-                                  lambda p=p, vector=vector: b.store(vector, p, align=vec * item_size(dtype)) and None)
+                                  lambda p=p, vector=vector, vec=vec: b.store(vector, p, align=vec * item_size(dtype))
+                                  and None)
 
     # atomics --------------------------------------------------------------------------------------
-    _SCOPES = {"gpu": "device", "cta": "block", "sys": ""}
+    _SCOPES: ClassVar[dict] = {"gpu": "device", "cta": "block", "sys": ""}
 
     def _atomic(self, op: Operation, apply) -> None:
         """``apply(address, operand) -> old value`` in the owning thread of each active element, where

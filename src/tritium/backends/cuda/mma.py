@@ -29,14 +29,14 @@ bytes of input. A's four registers are the blocks (rows 0-7, bytes 0-15), (rows 
 
 The index arithmetic (where an operand element is stored, the row address each lane hands
 ``ldmatrix``, a warp's tiles) is plain Python on ints, run again on ``Lowered`` values that emit it
-as LLVM IR; tests/test_cuda_mma.py runs the same functions on ints to model the whole product.
+as LLVM IR; tests/backends/cuda/test_cuda_mma.py runs the same functions on ints to model the whole product.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ..llvm import casts
 from ..llvm import scalar as lanes
@@ -293,7 +293,7 @@ class Lowered:
     marked ``late`` (one that changes inside a loop) keeps the results in its builder; the others
     (lane and warp arithmetic) are built in the entry block."""
 
-    __slots__ = ("b", "value", "late")
+    __slots__ = ("b", "late", "value")
 
     def __init__(self, b: ir.IRBuilder, value, late: bool = False):
         self.b, self.value, self.late = b, value, late

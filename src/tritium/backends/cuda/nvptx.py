@@ -59,7 +59,7 @@ def _triton_candidates() -> list[pathlib.Path]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def libdevice_path() -> Optional[str]:
     """TRITIUM_LIBDEVICE; else the copy an installed Triton ships; else the nvidia-nvvm wheel's; else
     a CUDA toolkit's."""
@@ -72,7 +72,7 @@ def libdevice_path() -> Optional[str]:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ptxas_path() -> Optional[str]:
     if os.environ.get("TRITIUM_PTXAS"):
         return os.environ["TRITIUM_PTXAS"]
@@ -82,7 +82,7 @@ def ptxas_path() -> Optional[str]:
     return shutil.which("ptxas")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _libdevice_bitcode() -> bytes:
     path = libdevice_path()
     if path is None:
@@ -101,7 +101,7 @@ def ptx_version(arch: str) -> int:
     return 78
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _target_machine(arch: str):
     import llvmlite.binding as llvm
 
@@ -160,7 +160,7 @@ def assemble(ptx: str, arch: str) -> Optional[bytes]:
         target = os.path.join(folder, "kernel.cubin")
         pathlib.Path(source).write_text(ptx)
         done = subprocess.run([ptxas, f"-arch={arch}", "-O3", source, "-o", target],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise InternalError(f"ptxas refused the generated PTX for {arch} (a bug in tritium's CUDA backend):\n"
                                 f"{done.stderr.strip()[:2000]}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir.ops import Operation, Value
 from ..llvm import scalar as lanes

@@ -5,7 +5,7 @@ gather) or count them (histogram) through it.
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation

@@ -4,7 +4,7 @@ of loads and stores, and the shape arithmetic of layouts' bits.
 """
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation, Value

@@ -28,9 +28,9 @@ def pointer_provenance(fn: Function) -> tuple[list[int], dict[int, Optional[int]
 
     def merge(results, sources) -> bool:
         known = [provenance.get(s.id) for s in sources]
-        if any(k is None for k in known) and not all(k is None for k in known):
-            if not any(k == UNKNOWN for k in known if k is not None):
-                return False  # wait for the others
+        if (any(k is None for k in known) and not all(k is None for k in known)
+                and not any(k == UNKNOWN for k in known if k is not None)):
+            return False  # wait for the others
         kinds = {k for k in known if k is not None}
         if not kinds:
             return False

@@ -160,7 +160,7 @@ def _parse_distributed(kind: str, parameters: str, shape: tuple) -> Encoding:
 
 
 # text --------------------------------------------------------------------------------------------------
-_TEXT = re.compile(r"^#([a-z]+)\.([a-z_]+)(?:<(.*)>)?$", re.S)
+_TEXT = re.compile(r"^#([a-z]+)\.([a-z_]+)(?:<(.*)>)?$", re.DOTALL)
 
 
 def parse_encoding(text: str, shape: tuple) -> Encoding:

@@ -22,12 +22,12 @@ class Location:
     col: int = 0
     function: str = ""
     # Where the @jit helper holding this location was called from (its own Location), or None.
-    inlined_at: Optional["Location"] = None
+    inlined_at: Optional[Location] = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"
 
-    def call_chain(self) -> list["Location"]:
+    def call_chain(self) -> list[Location]:
         """This location, then each call site it was inlined at, innermost first."""
         chain: list[Location] = []
         loc: Optional[Location] = self
@@ -46,10 +46,10 @@ class Value:
     and parser describe, and never read by the frontend or the target-independent passes.
     """
 
-    __slots__ = ("type", "id", "owner", "encoding")
+    __slots__ = ("encoding", "id", "owner", "type")
     _counter = itertools.count()
 
-    def __init__(self, type, owner: Optional["Operation"] = None):
+    def __init__(self, type, owner: Optional[Operation] = None):
         self.type = type
         self.id = next(Value._counter)
         self.owner = owner
@@ -68,7 +68,7 @@ class Operation:
     """One IR instruction. ``operand_names`` gives each operand its slot name from the IR spec
     (``op.operand("mask")`` is the mask of a load, or None when it has none)."""
 
-    __slots__ = ("opcode", "operands", "operand_names", "results", "attrs", "regions", "loc")
+    __slots__ = ("attrs", "loc", "opcode", "operand_names", "operands", "regions", "results")
 
     def __init__(self, opcode: str, operands, result_types, attrs=None, regions=(), loc: Optional[Location] = None,
                  operand_names: Optional[tuple[str, ...]] = None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -67,10 +67,10 @@ class dtype:
     __slots__ = ("name",)
 
     # Name lists Triton exposes on ``tl.dtype`` (fp8 variants tritium lacks are left out).
-    SINT_TYPES = ["int8", "int16", "int32", "int64"]
-    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
-    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
-    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    SINT_TYPES: ClassVar[list[str]] = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES: ClassVar[list[str]] = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES: ClassVar[list[str]] = ["fp8e4b15", "fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES: ClassVar[list[str]] = ["fp16", "bf16", "fp32", "fp64"]
 
     def __init__(self, name: str):
         if name not in _DTYPE_FACTS:
@@ -139,7 +139,7 @@ class dtype:
         return _numpy_dtype(self._facts.numpy_name)
 
     @property
-    def scalar(self) -> "dtype":
+    def scalar(self) -> dtype:
         return self
 
     def is_floating(self) -> bool:
@@ -237,7 +237,7 @@ class pointer_type:
         return f"ptr<{self.element_ty.ir_name}>"
 
     @property
-    def scalar(self) -> "pointer_type":
+    def scalar(self) -> pointer_type:
         return self
 
     @property

@@ -9,6 +9,8 @@ interpreter evaluates fp32 in fp64 and rounds once (see numerics/libdevice.py).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ...compiler.ir import types as T
 from ..core import builtin, _semantic
 
@@ -30,7 +32,8 @@ def _function(name: str, signatures: dict, arity: int, to_bool: bool = False, do
     return fn
 
 
-def _float(name: str, arity: int = 1, f32: str = None, f64: str = None, result=None, doc: str = ""):
+def _float(name: str, arity: int = 1, f32: Optional[str] = None, f64: Optional[str] = None, result=None,
+           doc: str = ""):
     """A function with an fp32 (``__nv_<name>f``) and an fp64 (``__nv_<name>``) version."""
     f32 = f32 or f"__nv_{name}f"
     f64 = f64 or f"__nv_{name}"
@@ -128,4 +131,4 @@ popc = _function("popc", {("int32",): ("__nv_popc", "int32"), ("int64",): ("__nv
 clz = _function("clz", {("int32",): ("__nv_clz", "int32"), ("int64",): ("__nv_clzll", "int32")}, 1,
                 doc="The number of leading zero bits.")
 
-__all__ = sorted(_ARITY)
+__all__ = sorted(_ARITY)  # noqa: PLE0605 - a list

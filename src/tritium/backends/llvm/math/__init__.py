@@ -33,7 +33,7 @@ harness on every 61st fp32 bit pattern (70 million inputs per function, all bina
 included); on every 7th for exp, exp2, log, log2, sigmoid, tanh, erf, expm1, log1p and rsqrt
 (613 million), every 3rd below 2^19 for sin and cos, every 5th of [0, 1] for erfinv, every 7th
 below 2^44 for tan; on 2^24 random pairs plus 2^24 typical ones for the two-argument functions.
-``tests/backends/test_llvm_math.py`` asserts these bounds on 200k samples per function. "measured
+``tests/backends/llvm/test_llvm_math.py`` asserts these bounds on 200k samples per function. "measured
 0" means correctly rounded on every input checked; the bound claimed is still 1.
 
 ==============  ===  ==========================================================================

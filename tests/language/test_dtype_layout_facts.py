@@ -50,7 +50,7 @@ def test_integer_types_have_no_exponent_bias():
     for dtype in (tl.int1, tl.int8, tl.uint32, tl.int64):
         assert not hasattr(dtype, "exponent_bias")
     with pytest.raises(AttributeError, match="not a floating-point type"):
-        tl.int32.exponent_bias
+        tl.int32.exponent_bias  # noqa: B018
 
 
 def test_exponent_bias_reaches_through_the_torch_name():

@@ -110,7 +110,7 @@ def _launch(tuned, x):
 @pytest.mark.parametrize("damage", ["not json", "truncated", "not a dict", "wrong identity", "unknown config",
                                     "binary", "empty"])
 def test_a_damaged_cache_file_is_ignored_and_rewritten(damage):
-    first, timed = _counting_kernel()
+    first, _ = _counting_kernel()
     _launch(first, torch.ones(40))
     (saved,) = Path(autotuner.DiskCache.folder()).glob("*.json")
     good = saved.read_text()

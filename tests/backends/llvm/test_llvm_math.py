@@ -14,7 +14,7 @@ import math
 import re
 import warnings
 
-import llvmlite.ir as ir
+from llvmlite import ir
 import mpmath
 import numpy as np
 import pytest

@@ -56,7 +56,7 @@ def test_blocked_layouts_hold_every_element_equally_often(shape, num_warps, vec,
             counts[e] = counts.get(e, 0) + 1
     assert len(counts) == int(np.prod(shape))
     lanes, warps = layout.replica_masks()
-    replicas = (1 << bin(lanes).count("1")) * (1 << bin(warps).count("1"))
+    replicas = (1 << lanes.bit_count()) * (1 << warps.bit_count())
     assert set(counts.values()) == {replicas}
     # the first `vec` registers are consecutive along the fastest dimension
     fast = order[0]

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-import cuda_accuracy
 import tritium as triton
 import tritium.language as tl
 from tritium.errors import CompilationError, OutOfBoundsError
@@ -104,8 +103,8 @@ def check_rows_only(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(dst, tl.load(src, boundary_check=(0,)), boundary_check=(0,))
 
 
-@pytest.mark.skipif(cuda_accuracy.on_cuda(), reason="the CUDA backend compiles no bounds checks yet: a stray access "
-                    "there is undefined behaviour, as under Triton (docs/cuda-backend.md)")
+@pytest.mark.not_on_backend("cuda", reason="the CUDA backend compiles no bounds checks yet: a stray access there is "
+                            "undefined behaviour, as under Triton (docs/cuda-backend.md)")
 def test_unchecked_dimensions_are_not_masked():
     x = _randn(20, 16, seed=5)
     out = torch.zeros(20, 16)

@@ -2,7 +2,7 @@
 through LLVM's NVPTX target, assembled by ptxas (from the nvidia-cuda-nvcc wheel the test extras
 install), and the instructions that make them fast and give Triton's bits looked for.
 
-On a machine with a GPU the whole suite also runs on the backend (TRITIUM_BACKEND=cuda); these
+On a machine with a GPU the execution tests (tests/execution/) also run on the backend; these
 tests are what CI, which has none, can check.
 """
 from __future__ import annotations
@@ -304,7 +304,7 @@ def _matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, strid
     a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
         b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)

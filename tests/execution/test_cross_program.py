@@ -29,8 +29,8 @@ def programs_run_concurrently() -> bool:
     return os.environ.get("TRITIUM_BACKEND", "").strip().lower() == "cuda"
 
 
-in_launch_order = pytest.mark.skipif(programs_run_concurrently(), reason="the programs of a GPU launch run "
-                                     "concurrently: there is no launch order to check (as under Triton)")
+in_launch_order = pytest.mark.not_on_backend("cuda", reason="the programs of a GPU launch run concurrently: there is "
+                                             "no launch order to check (as under Triton)")
 
 
 @pytest.fixture(autouse=True)
@@ -206,7 +206,7 @@ def _rmw_case(kind, dtype, programs, block=16, seed=0):
                          + [("add", np.int64)])
 def test_rmw_final_values_over_many_programs(kind, dtype):
     """The final value does not depend on the order: numpy's reduction over the masked values."""
-    init, vals, mask, x, old = _rmw_case(kind, dtype, programs=9)
+    init, vals, mask, x, _ = _rmw_case(kind, dtype, programs=9)
     expected = init.copy()
     for p in range(vals.shape[0]):
         expected = np.where(mask[p], _REDUCE[kind](expected, vals[p]), expected).astype(dtype)

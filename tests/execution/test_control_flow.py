@@ -220,7 +220,7 @@ def test_range_with_runtime_step(start, end, step):
 def _block_accumulate_kernel(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     acc = 0.0
-    for r in range(0, n_rows):
+    for r in range(n_rows):
         acc += tl.load(x_ptr + r * BLOCK + cols)
     tl.store(out_ptr + cols, acc)
 
@@ -282,7 +282,7 @@ def _divergent_trip_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     steps = 0
-    for k in range(0, pid + 1):  # program p runs p + 1 iterations
+    for k in range(pid + 1):  # program p runs p + 1 iterations
         acc += tl.load(x_ptr + k * BLOCK + cols)
         steps += 1
     tl.store(out_ptr + pid * BLOCK + cols, acc)
@@ -394,7 +394,7 @@ def _boolean_conditions_kernel(out_ptr, n):
         s += pid + i
         i += 1
     r = 0
-    if 0 <= pid < 3 or not (pid != 5):
+    if 0 <= pid < 3 or not (pid != 5):  # noqa: SIM202 - `not` of a comparison, on purpose
         r = 1
     tl.store(out_ptr + pid * 3, i)
     tl.store(out_ptr + pid * 3 + 1, s)
@@ -411,7 +411,7 @@ def test_and_or_not_and_chained_comparisons_on_runtime_scalars(batching):
         while i < n and s < 20:
             s += pid + i
             i += 1
-        expected.append([i, s, int(0 <= pid < 3 or not (pid != 5))])
+        expected.append([i, s, int(0 <= pid < 3 or pid == 5)])
     assert out.tolist() == expected
 
 

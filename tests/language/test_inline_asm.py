@@ -153,7 +153,7 @@ def _unknown_asm(x_ptr, N: tl.constexpr):
 
 @pytest.mark.parametrize("host_backend", ["interpreter", "cpu"])
 def test_other_asm_is_an_error_on_the_host_naming_the_instruction_and_the_line(host_backend, monkeypatch):
-    # on the host backends (the CUDA backend emits any asm: tests/test_cuda_tensors.py)
+    # on the host backends (the CUDA backend emits any asm: tests/backends/cuda/test_cuda_tensors.py)
     monkeypatch.setenv("TRITIUM_BACKEND", host_backend)
     with pytest.raises(triton.CompilationError) as info:
         _unknown_asm[(1,)](torch.zeros(4), N=4)
@@ -163,7 +163,7 @@ def test_other_asm_is_an_error_on_the_host_naming_the_instruction_and_the_line(h
 
 
 # against an H200 ------------------------------------------------------------------------------------
-H200 = np.load(__import__("pathlib").Path(__file__).parent / "data" / "inline_asm_h200.npz")
+H200 = np.load(__import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "inline_asm_h200.npz")
 
 
 @pytest.mark.parametrize("asm", ["tanh.approx.f32", "ex2.approx.f32", "ex2.approx.ftz.f32", "rcp.approx.f32",

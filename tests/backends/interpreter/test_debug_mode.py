@@ -25,8 +25,8 @@ from tritium import compat
 from tritium.errors import (DeadlockError, DeviceAssertionError, DivisionByZeroError, IntegerOverflowError,
                             InvalidConversionError, RaceError, TritonError)
 
-ROOT = Path(__file__).resolve().parents[1]
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seed_programs"
+ROOT = Path(__file__).resolve().parents[3]
+SEEDS = ROOT.parent / "shared" / "seed_programs"
 if not SEEDS.is_dir():
     SEEDS = Path(os.environ.get("TRITIUM_SEEDS", "/nonexistent"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seed_programs"
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seed_programs"
 if not SEEDS.is_dir():
     SEEDS = Path(os.environ.get("TRITIUM_SEEDS", "/nonexistent"))
 PROGRAMS = sorted(SEEDS.glob("ch*.py")) if SEEDS.is_dir() else []
@@ -25,14 +25,14 @@ PROGRAMS = sorted(SEEDS.glob("ch*.py")) if SEEDS.is_dir() else []
 # expected line (prefix) -> what tritium must print instead: (pattern that must match, source text it must quote)
 DEVIATIONS = {
     "InterpreterError: ValueError(\"arange's arguments must be of type tl.constexpr\")":
-        (r"^CompilationError: .*ch01_01_two_phase_and_constexpr\.py:\d+:\d+ .*arange's arguments must be of type "
-         r"tl\.constexpr", "offsets = tl.arange(0, BLOCK)"),
+        ((r"^CompilationError: .*ch01_01_two_phase_and_constexpr\.py:\d+:\d+ .*arange's arguments must be of type "
+          r"tl\.constexpr"), "offsets = tl.arange(0, BLOCK)"),
     "ran without raising, but silently wrong:":
         (r"^CompilationError: .*ch01_03_block_shaped_values\.py:25:\d+ .*condition of `if` is a block",
          "if mask:"),
     "caught exception, as expected: InterpreterError: ValueError(\"Expected dtype ['fp32', 'fp64'] but got fp16\")":
-        (r"^caught exception, as expected: CompilationError: .*ch16_03_wired_tritongelu\.py:\d+:\d+ .*"
-         r"Expected dtype \['fp32', 'fp64'\] but got fp16", "tl.math.erf(x * SQRT_2_INV)"),
+        ((r"^caught exception, as expected: CompilationError: .*ch16_03_wired_tritongelu\.py:\d+:\d+ .*"
+          r"Expected dtype \['fp32', 'fp64'\] but got fp16"), "tl.math.erf(x * SQRT_2_INV)"),
 }
 
 NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")
@@ -43,7 +43,7 @@ def _join_error_continuations(lines: list[str]) -> list[str]:
     """A rendered error spans lines (source, caret, hint); fold them into the line they belong to."""
     joined: list[str] = []
     for line in lines:
-        if joined and (line.startswith("    ") or line.startswith("hint: ")) and "Error" in joined[-1]:
+        if joined and line.startswith(("    ", "hint: ")) and "Error" in joined[-1]:
             joined[-1] += "\n" + line
         else:
             joined.append(line)
@@ -67,7 +67,7 @@ def _numbers_agree(expected: str, actual: str, measured: bool) -> bool:
 def _check_line(expected: str, actual: str) -> None:
     for prefix, (pattern, quoted) in DEVIATIONS.items():
         if expected.startswith(prefix):
-            assert re.search(pattern, actual, re.S), f"expected an error like {pattern!r}, got:\n{actual}"
+            assert re.search(pattern, actual, re.DOTALL), f"expected an error like {pattern!r}, got:\n{actual}"
             assert quoted in actual and "^" in actual, f"the error must quote the line and point at it:\n{actual}"
             return
     expected, actual = ADDRESS.sub("0x?", expected), ADDRESS.sub("0x?", actual)

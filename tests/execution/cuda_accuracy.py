@@ -1,5 +1,5 @@
 """Accuracy the CUDA backend promises where it differs from the interpreter's, for tests that run on
-every backend (TRITIUM_BACKEND=cuda runs the suite on a GPU).
+every backend (on a machine with a GPU, the CUDA backend among them).
 
 The CUDA backend computes math with Triton's instructions and NVIDIA's libdevice
 (docs/cuda-backend.md), so its bounds are those documented for them: the PTX ISA's for the

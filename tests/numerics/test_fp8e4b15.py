@@ -16,7 +16,7 @@ import tritium as triton
 import tritium.language as tl
 from tritium.errors import CompilationError
 
-GPU = np.load(Path(__file__).parent / "data" / "fp8e4b15_gpu.npz")
+GPU = np.load(Path(__file__).resolve().parents[1] / "data" / "fp8e4b15_gpu.npz")
 BLOCK = 1024
 
 

@@ -3,7 +3,7 @@
 Triton's network decides each lane alone: a lane takes its partner's value when ``(own > partner)
 != (descending ^ is_right)``. A pair that compares false both ways is then not swapped but merged
 (the right lane copies the left one), so values are duplicated and others lost. The rows below were
-sorted by Triton 3.6 on an H200 (bits recorded there); tests/test_shape_ops.py holds 32-wide rows
+sorted by Triton 3.6 on an H200 (bits recorded there); tests/execution/test_shape_ops.py holds 32-wide rows
 from the same machine. Tolerance: none, bits compared.
 """
 from __future__ import annotations

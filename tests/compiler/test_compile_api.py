@@ -135,7 +135,7 @@ def test_kernel_ir_takes_the_signature_with_attributes():
     one = axpy_kernel.ir("*fp32,*fp32,*fp32,i32:1,fp32", BLOCK=64)
     assert re.search(r"%n: i32 \{equal_to_1=(true|True)\}", one), one
     stages = axpy_kernel.stages("*fp32,*fp32,*fp32,i32,fp32", BLOCK=64)  # the host backend's: ttir first
-    assert list(stages)[0] == "ttir" and stages["ttir"] == axpy_kernel.ir("*fp32,*fp32,*fp32,i32,fp32", BLOCK=64)
+    assert next(iter(stages)) == "ttir" and stages["ttir"] == axpy_kernel.ir("*fp32,*fp32,*fp32,i32,fp32", BLOCK=64)
 
 
 def test_the_command_line_takes_attributes_and_a_stage(tmp_path):
@@ -162,6 +162,7 @@ def test_the_command_line_takes_attributes_and_a_stage(tmp_path):
 
 def test_compiling_a_kernel_whose_source_cannot_be_read_says_why():
     namespace = {"triton": triton, "tl": tl}
-    exec(compile("@triton.jit\ndef nowhere(x_ptr):\n    tl.store(x_ptr, 1.0)\n", "<stdin>", "exec"), namespace)
+    code = compile("@triton.jit\ndef nowhere(x_ptr):\n    tl.store(x_ptr, 1.0)\n", "<stdin>", "exec")
+    exec(code, namespace)  # noqa: S102
     with pytest.raises(CompilationError, match="cannot read the source of nowhere"):
         triton.compile(ASTSource(namespace["nowhere"], {"x_ptr": "*fp32"}))

@@ -4,7 +4,7 @@ Both evaluate ``tl.exp`` ... ``tl.math.erf`` and ``tl.extra.libdevice``'s functi
 backend's code (the interpreter through compiled loops: backends/interpreter/math_functions.py), so
 the results must agree bit for bit, for the CPU backend's quick code and its optimized code alike (any NaN matching any NaN), on arguments from every binade,
 subnormals, zeros, infinities and NaN included. How close that code is to the true functions is
-tested elsewhere (test_elementwise.py, test_libdevice.py, backends/test_llvm_math.py).
+tested elsewhere (execution/test_elementwise.py, execution/test_libdevice.py, backends/llvm/test_llvm_math.py).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 import tritium as triton
 import tritium.language as tl
 from tritium.backends import registry
+from tritium.language.extra import libdevice
 
-from test_libdevice import _binary_kernel, _unary_kernel  # one libdevice function, chosen by name
-
-pytestmark = pytest.mark.skipif(not registry.get("cpu").is_available(), reason="the CPU backend needs llvmlite")
+pytestmark = [pytest.mark.skipif(not registry.get("cpu").is_available(), reason="the CPU backend needs llvmlite"),
+              pytest.mark.usefixtures("fresh_cpu_optimizer_queue")]
 
 N = 4096
 
@@ -51,6 +51,19 @@ def _core_kernel(x_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
     else:
         y = tl.ceil(x)
     tl.store(o_ptr + r, y)
+
+
+@triton.jit
+def _unary_kernel(x_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
+    """One libdevice function, chosen by name."""
+    r = tl.arange(0, N)
+    tl.store(o_ptr + r, getattr(libdevice, FN)(tl.load(x_ptr + r)))
+
+
+@triton.jit
+def _binary_kernel(x_ptr, y_ptr, o_ptr, N: tl.constexpr, FN: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o_ptr + r, getattr(libdevice, FN)(tl.load(x_ptr + r), tl.load(y_ptr + r)))
 
 
 CORE = ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "sqrt_rn", "rsqrt", "erf", "floor", "ceil"]

@@ -1,7 +1,7 @@
 """Kernels on CUDA tensors (torch), checked against torch: what runs only where there is a GPU.
 
 Without a GPU these tests are skipped; the CUDA backend's code generation is still checked in CI by
-tests/test_cuda_ptx.py, and the whole suite runs on the GPU with TRITIUM_BACKEND=cuda.
+tests/backends/cuda/test_cuda_ptx.py, and the execution tests (tests/execution/) run on the GPU too.
 """
 from __future__ import annotations
 
