@@ -1,4 +1,4 @@
-"""CSE, LICM and canonicalization on hand-written IR, pinned with CHECK lines (tests/compiler/ir_check.py),
+"""CSE, LICM and canonicalization on hand-written IR, pinned with CHECK lines (tests/ir_check.py),
 and the claim each makes checked against the interpreter: the IR after it computes the same bits.
 
 Oracles: the CHECK lines state what each rewrite must leave (written from the IR spec, not from
