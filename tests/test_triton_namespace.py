@@ -564,7 +564,6 @@ def test_the_run_protocol_follows_a_change_of_the_launch_settings(monkeypatch):
     assert step() == list(range(64))
 
 
-
 def _assert_row_sums(out, x):
     """``out`` holds the fp32 sums of ``x``'s rows, in any order of addition: within n * 2^-24 * sum|x|
     of the exact sums (the error bound of a sum of n fp32 terms, whatever the order), not a relative
@@ -572,6 +571,7 @@ def _assert_row_sums(out, x):
     exact = x.double().sum(1).numpy()
     bound = x.shape[1] * 2.0 ** -24 * x.double().abs().sum(1).numpy()
     assert (np.abs(out.numpy() - exact) <= bound).all(), (out, exact, bound)
+
 
 def test_the_run_protocol_launches_with_every_parameter_or_the_run_time_ones(monkeypatch):
     """``compiled.run(grid_0, grid_1, grid_2, stream, function, metadata, launch_metadata, enter, exit,
