@@ -145,12 +145,12 @@ class CUDABackend(Backend):
             raise internal_error(error, kernel=fn.name, loc=None, opcode="", where="LLVM's NVPTX code generator") \
                 from error
         ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
-        cubin = nvptx.assemble(ptx, arch) or b""
+        cubin, report = nvptx.assemble(ptx, arch) or (b"", None)
         stages = {"ttir": ttir, "layouts": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}
-        return self._executable(fn, stages, options, generator, target)
+        return self._executable(fn, stages, options, generator, target, report)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
-        from . import assign, codegen
+        from . import assign, codegen, nvptx
 
         # the op table error records name ops by comes from the IR (llvm/lowering.py): nothing to lower
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
@@ -159,14 +159,17 @@ class CUDABackend(Backend):
             codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
             return str(fn)
 
-        return self._executable(fn, Stages({"ttir": str(fn), **asm}, {"layouts": layouts}), options, generator,
-                                target)
+        def report():  # ptxas's report of the cached PTX, made only when read
+            return (nvptx.assemble(asm["ptx"], arch_name(int(target.arch))) or (None, None))[1]
 
-    def _executable(self, fn, stages, options, generator, target):
+        return self._executable(fn, Stages({"ttir": str(fn), **asm}, {"layouts": layouts}), options, generator,
+                                target, report)
+
+    def _executable(self, fn, stages, options, generator, target, ptxas_report=None):
         from . import launcher
 
         found = re.match(re.escape(_SHARED_MARK) + r"(\d+)", stages["ptx"])
         shared = int(found.group(1)) if found else 0
         make_checked = None if generator.checks else (lambda: self.compile(fn, options, target, checks=True))
         return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None,
-                                   checks=generator.checks, make_checked=make_checked)
+                                   checks=generator.checks, make_checked=make_checked, ptxas_report=ptxas_report)
