@@ -1,9 +1,11 @@
 """The NVIDIA GPU backend: the tile IR lowered to LLVM IR for NVPTX, PTX from LLVM, a cubin from
 ``ptxas`` (when present; else the driver compiles the PTX), launched through the CUDA driver.
 
-Stages: "ttir" (the IR after the passes), "layouts" (the IR with the layout the code generator chose
-for each block value, ``compiler/ir/encodings.py``), "llir" (the LLVM IR as generated), "ptx" and "cubin"
-(empty without ptxas). Layouts, lowering and the runtime are described in docs/cuda-backend.md.
+Stages: "ttir" (the IR after the passes), "layouts" (the IR with the layout of each block value,
+``compiler/ir/encodings.py``: those of the values a dot touches decided by the layouts pass,
+``assign.py``, before the code generator runs, the others chosen by it), "llir" (the LLVM IR as
+generated), "ptx" and "cubin" (empty without ptxas). Layouts, lowering and the runtime are
+described in docs/cuda-backend.md.
 Without a GPU the backend still compiles (``tritium ir --stage ptx``, and the suite's PTX tests);
 launching then says what is missing.
 """
@@ -122,11 +124,13 @@ class CUDABackend(Backend):
     def compile(self, fn: Function, options: Options, target: GPUTarget, checks: bool = False):
         """The executable of ``fn``; ``checks``: debug mode's variant, every access bounds-checked
         (built on the first launch in debug mode, not stored on disk)."""
-        from . import codegen, nvptx
+        from . import assign, codegen, nvptx
 
+        assign.clear_encodings(fn)  # an earlier lowering's (debug mode's variant lowers the IR again)
+        ttir = str(fn)
+        assign.assign_layouts(fn, options.num_warps, int(target.arch))
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
                                     capability=int(target.arch))
-        ttir = str(fn)  # without encodings: the code generator writes them as it chooses layouts
         module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
                                                  "this op, or pass CPU tensors")
         llir = str(module)
@@ -141,27 +145,31 @@ class CUDABackend(Backend):
             raise internal_error(error, kernel=fn.name, loc=None, opcode="", where="LLVM's NVPTX code generator") \
                 from error
         ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
-        cubin = nvptx.assemble(ptx, arch) or b""
+        cubin, report = nvptx.assemble(ptx, arch) or (b"", None)
         stages = {"ttir": ttir, "layouts": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}
-        return self._executable(fn, stages, options, generator, target)
+        return self._executable(fn, stages, options, generator, target, report)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
-        from . import codegen
+        from . import assign, codegen, nvptx
 
         # the op table error records name ops by comes from the IR (llvm/lowering.py): nothing to lower
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
-        def layouts() -> str:  # made only when read: the layouts are chosen while lowering
+        def layouts() -> str:  # made only when read: the pass, then the layouts chosen while lowering
+            assign.assign_layouts(fn, options.num_warps, int(target.arch))
             codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
             return str(fn)
 
-        return self._executable(fn, Stages({"ttir": str(fn), **asm}, {"layouts": layouts}), options, generator,
-                                target)
+        def report():  # ptxas's report of the cached PTX, made only when read
+            return (nvptx.assemble(asm["ptx"], arch_name(int(target.arch))) or (None, None))[1]
 
-    def _executable(self, fn, stages, options, generator, target):
+        return self._executable(fn, Stages({"ttir": str(fn), **asm}, {"layouts": layouts}), options, generator,
+                                target, report)
+
+    def _executable(self, fn, stages, options, generator, target, ptxas_report=None):
         from . import launcher
 
         found = re.match(re.escape(_SHARED_MARK) + r"(\d+)", stages["ptx"])
         shared = int(found.group(1)) if found else 0
         make_checked = None if generator.checks else (lambda: self.compile(fn, options, target, checks=True))
         return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None,
-                                   checks=generator.checks, make_checked=make_checked)
+                                   checks=generator.checks, make_checked=make_checked, ptxas_report=ptxas_report)

@@ -12,20 +12,23 @@ except the math Triton lowers to approximate instructions or libdevice (``math.p
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Optional
 
 from llvmlite import ir
 
 from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.analysis.provenance import pointer_provenance
 from ...compiler.ir import types as T
-from ...compiler.ir.ops import Function, Operation
+from ...compiler.ir.encodings import Distributed
+from ...compiler.ir.ops import Function, Operation, Value
 from ...errors import CompilationError
 from ..llvm import scalar as lanes
 from ..llvm.lowering import Lowering, UnsupportedOp  # noqa: F401  (UnsupportedOp: raised by the rules)
 from ..llvm.types import I1, I8, I32, I64, PTR, VOID, register_type
 from . import inline_asm as asm
+from . import layouts as L
 from . import math as gpu_math
+from .assign import Choices
 from .control_flow import ControlFlow
 from .cross_lane import CrossLane
 from .debugging import Debugging
@@ -41,26 +44,45 @@ def _repeat(plans) -> list:
 
 
 class _Distributed(dict):
-    """Value id -> (its Layout, its registers): where each block value lives. Each layout chosen is
-    also written on its value as the IR's encoding (the "layouts" stage prints them); a value that each
-    consumer recomputes in its own layout has none."""
+    """Value id -> (its Layout, its registers): where each block value lives. Each layout is also
+    written on its value as the IR's encoding (the "layouts" stage prints them); a value that each
+    consumer recomputes in its own layout has none.
+
+    ``assigned``: the layouts the layouts pass (``assign.py``) wrote on values before lowering, which
+    the rules read (``Codegen.assigned_layout``); a value placed so must be lowered in that layout."""
 
     def __init__(self, fn: Function):
         super().__init__()
         self._values = {r.id: r for op in fn.walk() for r in op.results}
         self._values.update((a.id, a) for op in fn.walk() for region in op.regions for a in region.args)
+        self.assigned = {value_id: value.encoding for value_id, value in self._values.items()
+                         if isinstance(value.encoding, Distributed)}
         for value in self._values.values():
-            value.encoding = None  # a previous lowering's (debug mode's variant lowers the IR again)
+            value.encoding = None  # written again as each value is lowered
 
     def __setitem__(self, value_id: int, placed: tuple) -> None:
         super().__setitem__(value_id, placed)
         value = self._values.get(value_id)
         if value is not None and isinstance(value.type, T.block_type):
             value.encoding = placed[0].encoding()
+            assigned = self.assigned.get(value_id)
+            if assigned is not None and assigned != value.encoding:
+                raise AssertionError(f"{value} was assigned {assigned.text()} before lowering and lowered in "
+                                     f"{value.encoding.text()}")
+
+    def check_assigned(self) -> None:
+        """Every value the layouts pass placed has been lowered (in its layout: ``__setitem__``)."""
+        missing = [self._values[value_id] for value_id in self.assigned if value_id not in self]
+        if missing:
+            raise AssertionError(f"{missing[0]} was assigned {self.assigned[missing[0].id].text()} and not lowered "
+                                 "in a layout")
 
 
-class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging, Lowering):
-    """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order."""
+class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging, Choices, Lowering):
+    """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order.
+    The layouts of the values a dot touches come from the layouts pass (``assign.py``, run first:
+    ``assigned_layout``); the generator chooses the others as it lowers, by the same rules
+    (``assign.Choices``)."""
 
     # The elementwise opcodes: one lane each from backends/llvm/scalar.py's rules, (b, op, args), or
     # from math.py's, (codegen, op, args), which take their place (lane_op calls either)
@@ -139,7 +161,12 @@ class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging
         if not self.b.block.is_terminated:
             self.b.ret_void()
         self.entry.branch(body)
+        self.dist.check_assigned()
         return self.module
+
+    def assigned_layout(self, v: Value) -> Optional[L.Layout]:
+        """The layout the layouts pass gave ``v`` before lowering, or None (the rules choose)."""
+        return L.from_encoding(self.dist.assigned.get(v.id))
 
     def _sreg(self, b, name: str) -> ir.Value:
         intrinsic = f"llvm.nvvm.read.ptx.sreg.{name}"

@@ -1,6 +1,7 @@
 """Control flow: code run where a predicate holds, counted loops of the generator's own, and the
 ``for``, ``while`` and ``if`` ops, whose carried values keep one layout across iterations (a phi per
-register).
+register): the one the layouts pass gave a ``for``'s body argument, else the one the rules of
+``assign.Choices._carried_layouts`` choose.
 """
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from typing import Optional
 from llvmlite import ir
 
 from ...compiler.analysis.effects import spins_on_memory
-from ...compiler.ir import types as T
-from ...compiler.ir.ops import Operation, Region, Value
+from ...compiler.ir.ops import Operation, Value
 from ..llvm.types import I1, I32
-from . import layouts as L
-from .values import _is_block, _shape
 
 
 class ControlFlow:
@@ -79,55 +77,6 @@ class ControlFlow:
         self.loop(start, stop, step, [], lambda i, _: body(i) or [])
 
     # the control-flow ops -------------------------------------------------------------------------
-    def _carried_layouts(self, values, yielded=(), uses=()) -> list:
-        """The layout each carried value takes: its initial value's; where that is recomputed (a
-        constant: ``tl.zeros``; a block of pointers), the layout a dot gives what the loop yields for
-        it, if one does, so that a K loop's accumulator stays in the tensor cores' registers; else the
-        layout of the first load or store through it in the loop (``uses[i]``: the pairs (name, region)
-        under which the loop's regions see value ``i``), so that pointers advanced by each iteration
-        are not converted; else the default."""
-        out = []
-        for i, v in enumerate(values):
-            if not _is_block(v):
-                out.append(None)
-                continue
-            layout = self.layout_of(v)
-            if layout is None and i < len(yielded):
-                layout = self.dot_layout(yielded[i])
-            for name, region in (uses[i] if layout is None and i < len(uses) else ()):
-                layout = self._access_layout_through(name, region)
-                if layout is not None:
-                    break
-            if layout is None or layout.shape != _shape(v.type):
-                layout = self.some_layout(v)
-            out.append(layout)
-        return out
-
-    def _access_layout_through(self, pointer: Value, region: Region) -> Optional[L.Layout]:
-        """The access layout of the first load or store in ``region`` whose pointer is ``pointer``."""
-        if not isinstance(pointer.type, T.block_type) or not isinstance(pointer.type.scalar, T.pointer_type):
-            return None
-        for op in region.walk():
-            if op.opcode in ("load", "store") and op.operand("pointer") is pointer:
-                return self.access_layout(pointer, op.operand("mask"))
-        return None
-
-    def dot_layout(self, v: Value) -> Optional[L.Layout]:
-        """The layout a dot gives ``v``, known before the dot is lowered: ``v`` is the dot's result or
-        an elementwise op on it (``acc + tl.dot(a, b)``); None where no dot decides."""
-        from . import dot
-
-        op = v.owner
-        if op is None:
-            return None
-        if op.opcode == "dot":
-            return dot.result_layout(self, op)
-        if op.opcode in self.lane_rules:
-            for operand in op.operands:
-                if _is_block(operand) and operand.owner is not None and operand.owner.opcode == "dot":
-                    return dot.result_layout(self, operand.owner)
-        return None
-
     def _carried_values(self, layouts, values) -> list:
         return [self.regs(v, lay) if lay is not None else [self.scalar(v)] for lay, v in zip(layouts, values)]
 
@@ -155,7 +104,7 @@ class ControlFlow:
         inits = op.operands[3:]
         body = op.regions[0]
         layouts = self._carried_layouts(inits, body.terminator.operands if body.terminator is not None else (),
-                                        [[(arg, body)] for arg in body.args[1:]])
+                                        [[(arg, body)] for arg in body.args[1:]], body.args[1:])
         initial = self._carried_values(layouts, inits)
         signed = op.operands[0].type.is_int_signed()
         pre = b.block

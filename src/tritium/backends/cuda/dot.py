@@ -21,20 +21,17 @@ from ..llvm.types import I32, item_size
 from . import mma
 
 
-def result_layout(cg, op):
-    """The layout ``op``'s result will have where the dot decides it (the tensor cores'), else None."""
-    plan = mma.plan_dot(cg, op)
-    return plan.layout if plan is not None else None
-
-
 def lower_dot(cg, op) -> None:
-    plan = mma.plan_dot(cg, op)
+    """The result in the layout the layouts pass gave it (``assign.py``): the tensor cores' plan reads
+    its warp grid from it; the FMA path accumulates in it."""
+    result = op.results[0]
+    assigned = cg.assigned_layout(result)
+    plan = cg.dot_plan(op, assigned)
     if plan is not None:
         mma.lower_dot(cg, op, plan)
         return
     b = cg.b
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
-    result = op.results[0]
     precision = op.attrs.get("input_precision", "ieee")
     work = lanes.accumulate_type(op)
     shape_a, shape_b, shape_c = tuple(a.type.shape), tuple(bm.type.shape), tuple(result.type.shape)
@@ -58,7 +55,7 @@ def lower_dot(cg, op) -> None:
             offset += (numel * size + 15) // 16 * 16
     cg.reserve(offset)
 
-    layout_c = cg.layout_of(acc) or cg.default_layout(shape_c)
+    layout_c = assigned or cg.dot_result_layout(op)
     acc_regs = [casts.cast(b, x, acc.type.scalar, work) if acc.type.scalar != work else x
                 for x in cg.regs(acc, layout_c)]
 

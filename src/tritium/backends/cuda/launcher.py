@@ -41,10 +41,13 @@ class Executable(ExecutableBase):
     """A kernel compiled for one GPU architecture. ``report_ops``: the op table of a kernel that takes
     an error record (it can fail at run time); ``checks``: its accesses are bounds-checked (debug
     mode's variant: each pointer argument's byte range follows the arguments); ``make_checked``:
-    builds that variant, for launches in debug mode."""
+    builds that variant, for launches in debug mode; ``ptxas_report``: what ``ptxas -v`` said of it
+    (``nvptx.PtxasReport``: registers, spills, warnings; None without ptxas), or a function that
+    makes it when it is first read (a kernel loaded from the disk cache)."""
 
     def __init__(self, fn, asm: dict, shared_bytes: int, num_warps: int, report_ops: Optional[list] = None,
-                 checks: bool = False, make_checked: Optional[Callable[[], Executable]] = None):
+                 checks: bool = False, make_checked: Optional[Callable[[], Executable]] = None,
+                 ptxas_report=None):
         from ...compiler.analysis.effects import needs_program_order
         from ...compiler.analysis.provenance import pointer_provenance
 
@@ -61,6 +64,7 @@ class Executable(ExecutableBase):
         self.checks = checks
         self.pointer_args, self.provenance = pointer_provenance(fn) if checks else ([], {})
         self.make_checked = make_checked
+        self._ptxas_report = ptxas_report
         self._checked: Optional[Executable] = None
         self._kernels: dict[int, driver.Kernel] = {}
         self._records: dict[int, int] = {}
@@ -73,6 +77,13 @@ class Executable(ExecutableBase):
         base = ctypes.addressof(self._slots)
         self._parameters = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
         self._lock = threading.Lock()
+
+    @property
+    def ptxas_report(self):
+        """``ptxas -v``'s report of this kernel's PTX (``nvptx.PtxasReport``), or None without ptxas."""
+        if callable(self._ptxas_report):
+            self._ptxas_report = self._ptxas_report()
+        return self._ptxas_report
 
     def direct_launcher(self, arg_names: list) -> Optional[Callable]:
         """``launch(grid3, values) -> bool`` for launches with plain values (``values``: parameter name

@@ -128,6 +128,45 @@ def scalar_layout(num_warps: int) -> Layout:
     return Layout((), (), (None,) * LANE_BITS, (None,) * log2(num_warps), "scalar")
 
 
+def default_layout(shape: tuple[int, ...], num_warps: int) -> Layout:
+    """The layout of a value nothing else decides: blocked, 4 elements per thread along the last
+    dimension where it has as many."""
+    return blocked(tuple(shape), num_warps, vec=4 if shape and shape[-1] >= 4 else 1)
+
+
+def access_layout(pointer, mask, axis: dict, num_warps: int) -> Layout:
+    """The blocked layout of a load or store through the block of pointers ``pointer`` (a Value):
+    the most contiguous dimension fastest, up to 16 bytes per thread along it where the axis
+    analysis (``axis``: value -> its facts) proves them contiguous and aligned, and ``mask`` (a
+    Value or None) constant over them."""
+    from ..llvm.types import item_size
+
+    shape = tuple(pointer.type.shape)
+    info = axis.get(pointer)
+    size = item_size(pointer.type.scalar.element_ty)
+    if info is None:
+        return default_layout(shape, num_warps)
+    rank = len(shape)
+    order = tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], -d)))
+    fast = order[0]
+    vec = min(info.contiguity[fast], max(1, 16 // size), shape[fast])
+    alignment = info.divisibility[fast]
+    while vec > 1 and alignment % (vec * size):
+        vec //= 2
+    if mask is not None:
+        mask_info = axis.get(mask)
+        constancy = mask_info.constancy[fast] if mask_info is not None else 1
+        vec = min(vec, constancy)
+    return blocked(shape, num_warps, order, max(vec, 1))
+
+
+def from_encoding(encoding) -> Optional[Layout]:
+    """The layout an IR encoding (``Distributed``) writes out, or None for any other encoding."""
+    if not isinstance(encoding, Distributed):
+        return None
+    return Layout(encoding.shape, encoding.reg_bits, encoding.lane_bits, encoding.warp_bits, encoding.kind)
+
+
 # rewrites ----------------------------------------------------------------------------------------
 def map_bits(layout: Layout, shape: tuple[int, ...], bit_map: Callable[[int, int], Bit], kind: str = "") -> Layout:
     """The layout of a block of ``shape`` whose element at index ``f(i)`` is what ``layout`` puts at

@@ -130,7 +130,7 @@ class Memory:
 
             self.scalars[result.id] = self._guarded(predicate, read, fallback)
             return
-        layout = self.access_layout(pointer, mask)
+        layout = self.assigned_layout(result) or self.access_layout(pointer, mask)
         pointers = self.regs(pointer, layout)
         masks = self.regs(mask, layout) if mask is not None else None
         others = self.regs(other, layout) if other is not None else None

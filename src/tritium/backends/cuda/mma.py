@@ -33,7 +33,7 @@ as LLVM IR; tests/backends/cuda/test_cuda_mma.py runs the same functions on ints
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from llvmlite import ir
@@ -349,16 +349,26 @@ def _ir(value) -> ir.Value:
 
 
 # lowering ---------------------------------------------------------------------------------------------
-def plan_dot(cg, op) -> Optional[Plan]:
-    """The tensor-core plan of ``op`` (a dot) on this target, or None (the FMA path)."""
+def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None) -> Optional[Plan]:
+    """The tensor-core plan of ``op`` (a dot) for ``num_warps`` warps on ``capability``, or None (the
+    FMA path). ``layout``: the result's layout where the layouts pass chose it (``assign.py``): the
+    warp grid is read back from it."""
     a = op.operand("a")
     precision = op.attrs.get("input_precision", "ieee")
     work = lanes.accumulate_type(op)
-    kind = instruction_kind(a.type.scalar, work, precision, cg.capability)
+    kind = instruction_kind(a.type.scalar, work, precision, capability)
     if kind is None:
         return None
     split = kind == "tf32" and precision == "tf32x3"
-    return plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, cg.num_warps, split)
+    plan = plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, num_warps, split)
+    if plan is None or layout is None:
+        return plan
+    warp_bits = layout.warp_bits if plan.batched else tuple(None if bit is None else (bit[0] + 1, bit[1])
+                                                            for bit in layout.warp_bits)
+    plan = replace(plan, warp_bits=warp_bits)
+    if plan.layout != layout:
+        raise AssertionError(f"the dot's result was given {layout}, which is not a tensor-core tiling of it")
+    return plan
 
 
 def lower_dot(cg, op, plan: Plan) -> None:

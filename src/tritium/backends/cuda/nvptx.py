@@ -1,4 +1,5 @@
-"""LLVM IR -> PTX (LLVM's NVPTX target through llvmlite) -> cubin (``ptxas``, when present).
+"""LLVM IR -> PTX (LLVM's NVPTX target through llvmlite) -> cubin (``ptxas``, when present), with
+``ptxas -v``'s report of registers and spills (``PtxasReport``).
 
 libdevice (``libdevice.10.bc``) is linked into modules that call ``__nv_*`` functions, with
 flush-to-zero on (the ``nvvm-reflect-ftz`` module flag), as Triton links it; everything but the
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from typing import Optional
 
 from ...errors import InternalError
@@ -149,9 +151,39 @@ def compile_to_ptx(llir: str, arch: str, kernel_name: str) -> str:
     return tm.emit_assembly(module)
 
 
-def assemble(ptx: str, arch: str) -> Optional[bytes]:
-    """The cubin of ``ptx`` from ``ptxas``; None when there is no ptxas (the driver compiles the PTX
-    itself at load). A PTX that ptxas refuses is our bug: an InternalError with what it said."""
+@dataclass(frozen=True)
+class PtxasReport:
+    """What ``ptxas -v`` says of a kernel: the registers each thread uses, the bytes of its stack
+    frame and of what it spills to local memory (stored and loaded back), and ptxas's warnings (a
+    wgmma pipeline it serialized, for one). ``text``: the report as ptxas wrote it."""
+
+    registers: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    warnings: tuple[str, ...] = ()
+    text: str = ""
+
+
+_REGISTERS = re.compile(r"Used (\d+) registers")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_report(text: str) -> PtxasReport:
+    """The report of ``ptxas -v`` on a module of one kernel."""
+    registers = _REGISTERS.search(text)
+    frame = _FRAME.search(text)
+    if registers is None or frame is None:
+        raise InternalError(f"ptxas -v did not report registers and spills as expected:\n{text.strip()[:2000]}")
+    warnings = tuple(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("ptxas warning"))
+    return PtxasReport(int(registers.group(1)), int(frame.group(1)), int(frame.group(2)), int(frame.group(3)),
+                       warnings, text)
+
+
+def assemble(ptx: str, arch: str) -> Optional[tuple[bytes, PtxasReport]]:
+    """The cubin of ``ptx`` from ``ptxas -v`` and its report (registers, spills, warnings); None when
+    there is no ptxas (the driver compiles the PTX itself at load). A PTX that ptxas refuses is our
+    bug: an InternalError with what it said."""
     ptxas = ptxas_path()
     if ptxas is None:
         return None
@@ -159,9 +191,9 @@ def assemble(ptx: str, arch: str) -> Optional[bytes]:
         source = os.path.join(folder, "kernel.ptx")
         target = os.path.join(folder, "kernel.cubin")
         pathlib.Path(source).write_text(ptx)
-        done = subprocess.run([ptxas, f"-arch={arch}", "-O3", source, "-o", target],
+        done = subprocess.run([ptxas, f"-arch={arch}", "-O3", "-v", source, "-o", target],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise InternalError(f"ptxas refused the generated PTX for {arch} (a bug in tritium's CUDA backend):\n"
                                 f"{done.stderr.strip()[:2000]}")
-        return pathlib.Path(target).read_bytes()
+        return pathlib.Path(target).read_bytes(), parse_report(done.stdout + done.stderr)

@@ -18,7 +18,7 @@ from llvmlite import ir
 
 from ...compiler.ir.ops import Operation, Value
 from ..llvm import scalar as lanes
-from ..llvm.types import I32, constant, item_size
+from ..llvm.types import I32, constant
 from . import layouts as L
 from . import math as gpu_math
 from .values import _is_block, _map_offset, _shape
@@ -28,9 +28,6 @@ class Registers:
     """Layouts, registers and the ops that only move values between them."""
 
     # layouts --------------------------------------------------------------------------------------
-    def default_layout(self, shape) -> L.Layout:
-        return L.blocked(tuple(shape), self.num_warps, vec=4 if shape and shape[-1] >= 4 else 1)
-
     def thread_index(self, layout: L.Layout, dim: int) -> ir.Value:
         """This thread's index along ``dim`` in ``layout``, without the register offsets (i32)."""
         key = (layout.lane_bits, layout.warp_bits, dim)
@@ -70,28 +67,6 @@ class Registers:
     def first_thread(self) -> ir.Value:
         return self.entry.icmp_unsigned("==", self.tid, ir.Constant(I32, 0))
 
-    def access_layout(self, pointer: Value, mask: Optional[Value]) -> L.Layout:
-        """The blocked layout of a load or store: the most contiguous dimension fastest, up to 16
-        bytes per thread along it where the axis analysis proves them contiguous and aligned."""
-        shape = _shape(pointer.type)
-        info = self.axis.get(pointer)
-        dtype = pointer.type.scalar.element_ty
-        size = item_size(dtype)
-        if info is None:
-            return self.default_layout(shape)
-        rank = len(shape)
-        order = tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], -d)))
-        fast = order[0]
-        vec = min(info.contiguity[fast], max(1, 16 // size), shape[fast])
-        alignment = info.divisibility[fast]
-        while vec > 1 and alignment % (vec * size):
-            vec //= 2
-        if mask is not None:
-            mask_info = self.axis.get(mask)
-            constancy = mask_info.constancy[fast] if mask_info is not None else 1
-            vec = min(vec, constancy)
-        return L.blocked(shape, self.num_warps, order, max(vec, 1))
-
     # scopes ---------------------------------------------------------------------------------------
     def push(self) -> None:
         self.scopes.append({})
@@ -114,9 +89,6 @@ class Registers:
     def layout_of(self, v: Value) -> Optional[L.Layout]:
         found = self.dist.get(v.id)
         return found[0] if found is not None else None
-
-    def some_layout(self, v: Value) -> L.Layout:
-        return self.layout_of(v) or self.default_layout(_shape(v.type))
 
     def _regs(self, v: Value, layout: L.Layout) -> list:
         found = self.dist.get(v.id)

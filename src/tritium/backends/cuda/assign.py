@@ -1,0 +1,276 @@
+"""The layouts pass: the layouts of the values a dot touches, decided before emission and written on
+them as IR encodings (``Value.encoding``, ``#cuda.<kind><...>``), which the code generator reads
+instead of choosing (docs/tensor-cores.md, "Layouts before emission").
+
+For each ``dot`` it places
+
+- the result: the tensor cores' layout (``mma.Plan.layout``) where a plan applies; on the FMA path
+  the accumulator's layout where the accumulator has one, else the default;
+- the operands, and the loads feeding them (through hints, views and elementwise ops of one block
+  operand): the layout each has once lowered (a load its access layout, an elementwise value the
+  layout of its first operand that has one). A value every reader recomputes in its own layout
+  (index arithmetic, a splat of zeros) has no layout and gets no encoding;
+- the values a ``for`` carries for it (an accumulator the dot reads from the loop or yields to it):
+  the carried layout (``Choices._carried_layouts``: the initial value's, else the yielding dot's,
+  else the first access through the value), on the initial value, the body's argument, the loop's
+  result and the yielded value.
+
+Every other value keeps being chosen by the code generator as it lowers. The rules are the code
+generator's own, shared through ``Choices``: the pass applies them to the IR ahead of emission,
+with ``layout_of`` answering what the generator's answers once a value is lowered. A value whose
+layout the pass does not model (one made by an op outside those rules, a ``while`` or ``if``
+result) is left unplaced, and what depends on it too. The code generator checks that every value
+the pass placed is lowered in that layout (``codegen._Distributed``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...compiler.analysis.axis_info import analyze_axis_info
+from ...compiler.ir import types as T
+from ...compiler.ir.ops import Function, Operation, Region, Value
+from . import layouts as L
+from . import mma
+from .values import _is_block, _shape
+
+# ops whose block result has no layout of its own: each reader evaluates it in the layout it needs
+RECOMPUTED = frozenset({"arange", "constant", "splat", "broadcast", "reshape", "permute", "join"})
+# ops a dot operand is followed back through to the load that feeds it
+VIEWS = frozenset({"hint", "permute", "reshape", "broadcast"})
+
+
+class Choices:
+    """The rules that choose layouts, shared by the code generator (which applies them as it lowers,
+    ``layout_of`` reading what it has lowered) and the layouts pass (which applies them before,
+    ``layout_of`` predicting). Needs ``num_warps``, ``capability``, ``axis`` (the axis analysis),
+    ``lane_rules`` and ``layout_of(value)``; ``assigned_layout(value)`` is the pass's decision, where
+    the generator reads one."""
+
+    def assigned_layout(self, v: Value) -> Optional[L.Layout]:
+        return None
+
+    def default_layout(self, shape) -> L.Layout:
+        return L.default_layout(tuple(shape), self.num_warps)
+
+    def some_layout(self, v: Value) -> L.Layout:
+        return self.layout_of(v) or self.default_layout(_shape(v.type))
+
+    def access_layout(self, pointer: Value, mask: Optional[Value]) -> L.Layout:
+        """The blocked layout of a load or store (``layouts.access_layout``)."""
+        return L.access_layout(pointer, mask, self.axis, self.num_warps)
+
+    # dot -------------------------------------------------------------------------------------------
+    def dot_plan(self, op: Operation, layout: Optional[L.Layout] = None) -> Optional[mma.Plan]:
+        """The tensor-core plan of dot ``op``, or None (the FMA path); ``layout``: its result's
+        assigned layout, from which the plan reads its warp grid."""
+        return mma.plan_of(op, self.num_warps, self.capability, layout)
+
+    def dot_result_layout(self, op: Operation) -> L.Layout:
+        """The layout of dot ``op``'s result: the tensor cores' where they apply, else the
+        accumulator's where it has one, else the default."""
+        plan = self.dot_plan(op)
+        if plan is not None:
+            return plan.layout
+        return self.layout_of(op.operand("accumulator")) or self.default_layout(_shape(op.results[0].type))
+
+    def dot_layout(self, v: Value) -> Optional[L.Layout]:
+        """The layout a dot gives ``v``, known before the dot is lowered: ``v`` is the dot's result or
+        an elementwise op on it (``acc + tl.dot(a, b)``); None where no dot decides."""
+        op = v.owner
+        if op is None:
+            return None
+        if op.opcode == "dot":
+            plan = self.dot_plan(op)
+            return plan.layout if plan is not None else None
+        if op.opcode in self.lane_rules:
+            for operand in op.operands:
+                if _is_block(operand) and operand.owner is not None and operand.owner.opcode == "dot":
+                    plan = self.dot_plan(operand.owner)
+                    return plan.layout if plan is not None else None
+        return None
+
+    # carried values --------------------------------------------------------------------------------
+    def _carried_layouts(self, values, yielded=(), uses=(), placed=()) -> list:
+        """The layout each carried value takes (None for a scalar): the one the layouts pass gave
+        ``placed[i]`` (the region argument that holds it), where it gave one; else
+        ``_carried_layout``."""
+        out = []
+        for i, v in enumerate(values):
+            if not _is_block(v):
+                out.append(None)
+                continue
+            layout = self.assigned_layout(placed[i]) if i < len(placed) else None
+            out.append(layout or self._carried_layout(v, yielded[i] if i < len(yielded) else None,
+                                                      uses[i] if i < len(uses) else ()))
+        return out
+
+    def _carried_layout(self, v: Value, yielded: Optional[Value], uses) -> L.Layout:
+        """Its initial value's layout; where that is recomputed (a constant: ``tl.zeros``; a block of
+        pointers), the layout a dot gives what the loop yields for it, if one does, so that a K loop's
+        accumulator stays in the tensor cores' registers; else the layout of the first load or store
+        through it in the loop (``uses``: the pairs (name, region) under which the loop's regions see
+        it), so that pointers advanced by each iteration are not converted; else the default."""
+        layout = self.layout_of(v)
+        if layout is None and yielded is not None:
+            layout = self.dot_layout(yielded)
+        for name, region in (uses if layout is None else ()):
+            layout = self._access_layout_through(name, region)
+            if layout is not None:
+                break
+        if layout is None or layout.shape != _shape(v.type):
+            layout = self.some_layout(v)
+        return layout
+
+    def _access_layout_through(self, pointer: Value, region: Region) -> Optional[L.Layout]:
+        """The access layout of the first load or store in ``region`` whose pointer is ``pointer``."""
+        if not isinstance(pointer.type, T.block_type) or not isinstance(pointer.type.scalar, T.pointer_type):
+            return None
+        for op in region.walk():
+            if op.opcode in ("load", "store") and op.operand("pointer") is pointer:
+                return self.access_layout(pointer, op.operand("mask"))
+        return None
+
+
+# the pass ----------------------------------------------------------------------------------------------
+class _Unknown(Exception):
+    """A value whose layout the pass does not model: left to the code generator."""
+
+
+_UNKNOWN = object()
+
+
+class _Assigner(Choices):
+    def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules):
+        self.num_warps = num_warps
+        self.capability = capability
+        self.axis = analyze_axis_info(fn)
+        self.rules = rules  # opcode -> the code generator's own rule
+        self.lane_rules = lane_rules  # the elementwise opcodes
+        self.known: dict[int, object] = {}  # value id -> its layout once lowered, None, or _UNKNOWN
+        self.carriers: dict[int, tuple[Operation, int]] = {}  # a for body's argument -> (the for, its index)
+        for op in fn.walk():
+            if op.opcode == "for":
+                for i, arg in enumerate(op.regions[0].args[1:]):
+                    self.carriers[arg.id] = (op, i)
+
+    def layout_of(self, v: Value) -> Optional[L.Layout]:
+        """The layout ``v`` has once the code generator has lowered it; None where it is recomputed
+        by its readers. Raises _Unknown where the pass does not model it."""
+        if not _is_block(v):
+            return None
+        if v.id not in self.known:
+            try:
+                self.known[v.id] = self._lowered(v)
+            except _Unknown:
+                self.known[v.id] = _UNKNOWN
+        found = self.known[v.id]
+        if found is _UNKNOWN:
+            raise _Unknown(v)
+        return found
+
+    def _lowered(self, v: Value) -> Optional[L.Layout]:
+        op = v.owner
+        if op is None:
+            if v.id not in self.carriers:
+                raise _Unknown(v)
+            return self._carried(*self.carriers[v.id])
+        opcode = op.opcode
+        if opcode == "load":
+            return self.access_layout(op.operand("pointer"), op.operand("mask"))
+        if opcode in RECOMPUTED:
+            return None
+        if opcode == "hint":
+            return self.layout_of(op.operands[0])
+        if opcode == "dot":
+            return self.dot_result_layout(op)
+        if opcode == "for":
+            return self._carried(op, next(i for i, r in enumerate(op.results) if r is v))
+        if opcode in self.lane_rules and opcode not in self.rules:  # lower_lanes
+            blocks = [o for o in op.operands if _is_block(o)]
+            return next((layout for layout in (self.layout_of(o) for o in blocks) if layout is not None), None)
+        raise _Unknown(v)
+
+    def _carried(self, op: Operation, i: int) -> L.Layout:
+        """The layout of carried value ``i`` of for ``op``, as ``lower_for`` chooses it."""
+        body = op.regions[0]
+        yielded = body.terminator.operands if body.terminator is not None else ()
+        return self._carried_layout(op.operands[3 + i], yielded[i] if i < len(yielded) else None,
+                                    [(body.args[1 + i], body)])
+
+    # what is placed ----------------------------------------------------------------------------------
+    def place(self, v: Value) -> None:
+        try:
+            layout = self.layout_of(v)
+        except _Unknown:
+            return
+        if layout is not None:
+            v.encoding = layout.encoding()
+
+    def place_dot(self, op: Operation) -> None:
+        for v in (op.results[0], *op.operands):
+            self.place(v)
+            if v.id in self.carriers:
+                self.place_carried(*self.carriers[v.id])
+        for operand in (op.operand("a"), op.operand("b")):
+            load = self._feeding_load(operand)
+            if load is not None:
+                self.place(load)
+
+    def place_carried(self, op: Operation, i: int) -> None:
+        body = op.regions[0]
+        values = [op.operands[3 + i], body.args[1 + i], op.results[i]]
+        if body.terminator is not None:
+            values.append(body.terminator.operands[i])
+        for v in values:
+            self.place(v)
+
+    def _feeding_load(self, v: Value) -> Optional[Value]:
+        """The load ``v`` is read from through hints, views and elementwise ops of one block operand."""
+        while v.owner is not None:
+            op = v.owner
+            if op.opcode == "load":
+                return v
+            blocks = [o for o in op.operands if _is_block(o)]
+            through = op.opcode in VIEWS or (op.opcode in self.lane_rules and op.opcode not in self.rules)
+            if not through or len(blocks) != 1:
+                return None
+            v = blocks[0]
+        return None
+
+
+def _made_by_a_dot(v: Value, lane_rules) -> bool:
+    """``v`` is a dot's result or an elementwise op on one (what ``dot_layout`` looks at)."""
+    op = v.owner
+    if op is None:
+        return False
+    if op.opcode == "dot":
+        return True
+    return op.opcode in lane_rules and any(_is_block(o) and o.owner is not None and o.owner.opcode == "dot"
+                                           for o in op.operands)
+
+
+def clear_encodings(fn: Function) -> None:
+    """Drops every encoding of ``fn``'s values (an earlier lowering's, another backend's)."""
+    for op in fn.walk():
+        for r in op.results:
+            r.encoding = None
+        for region in op.regions:
+            for a in region.args:
+                a.encoding = None
+
+
+def assign_layouts(fn: Function, num_warps: int, capability: int) -> None:
+    """Writes the layouts of the values ``fn``'s dots touch on them (see the module's docstring),
+    for ``num_warps`` warps on compute capability ``capability``; every other value is left
+    without an encoding."""
+    from .codegen import Codegen
+
+    clear_encodings(fn)
+    assigner = _Assigner(fn, num_warps, capability, Codegen.rules, Codegen.lane_rules)
+    for op in fn.walk():
+        if op.opcode == "dot":
+            assigner.place_dot(op)
+        elif op.opcode == "for" and op.regions[0].terminator is not None:
+            for i, yielded in enumerate(op.regions[0].terminator.operands):
+                if _is_block(yielded) and _made_by_a_dot(yielded, Codegen.lane_rules):
+                    assigner.place_carried(op, i)
