@@ -53,8 +53,10 @@ class _Distributed(dict):
 
     def __init__(self, fn: Function):
         super().__init__()
-        self._values = {r.id: r for op in fn.walk() for r in op.results}
-        self._values.update((a.id, a) for op in fn.walk() for region in op.regions for a in region.args)
+        self._values = {}
+        for op in fn.walk():
+            self._values.update((r.id, r) for r in op.results)
+            self._values.update((a.id, a) for region in op.regions for a in region.args)
         self.assigned = {value_id: value.encoding for value_id, value in self._values.items()
                          if isinstance(value.encoding, Distributed)}
         for value in self._values.values():

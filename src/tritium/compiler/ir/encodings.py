@@ -252,11 +252,3 @@ def parse_encoding(text: str, shape: tuple) -> Encoding:
     if match is None or match.group(1) not in ENCODINGS:
         raise ValueError(f"not an encoding: {text!r} (known prefixes: {', '.join(sorted(ENCODINGS))})")
     return ENCODINGS[match.group(1)](match.group(2), match.group(3) or "", tuple(shape))
-
-
-def placed(fn) -> bool:
-    """True when some value of ``fn`` has an encoding (a placement stage has run on it)."""
-    for op in fn.walk():
-        if any(r.encoding is not None for r in op.results):
-            return True
-    return False
