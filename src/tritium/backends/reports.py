@@ -16,6 +16,13 @@ ASSERT = 2
 GATHER_INDEX = 3
 HISTOGRAM_VALUE = 4
 ENDLESS_LOOP = 5
+# debug mode's checks (cpu/debug_checks.py): value and extra hold the operands (an overflow), the
+# dividend (a division by zero), the fp64 bits of the value (a conversion), the address stored to and
+# the tag of the program that stored there before (a race)
+INT_OVERFLOW = 6
+DIVISION_BY_ZERO = 7
+INVALID_CONVERSION = 8
+RACE = 9
 RECORD_SLOTS = 8
 
 
@@ -30,10 +37,61 @@ def _signed(value: int) -> int:
     return value if value < (1 << 63) else value - (1 << 64)
 
 
-def raise_reported(kernel: str, op, code: int, pid: tuple, lane: int, value: int, extra: int) -> None:
-    """Raises the error of a failed assert, gather index or histogram value (the launcher handles
-    out-of-bounds accesses, which need the arguments' memory)."""
+def _block_lane(lane: int, ty) -> tuple:
+    """The block index of the row-major lane number ``lane`` of a value of type ``ty``; () for a
+    scalar (lane -1)."""
     from ..compiler.ir import types as T
+
+    if lane < 0 or not isinstance(ty, T.block_type):
+        return ()
+    return tuple(int(i) for i in np.unravel_index(lane, tuple(ty.shape)))
+
+
+def _raise_debug_fault(kernel: str, op, code: int, pid: tuple, lane: int, value: int, extra: int) -> None:
+    from . import debug_reports
+
+    where = _block_lane(lane, op.results[0].type)
+    if code == INT_OVERFLOW:
+        x, y = _signed(value & 0xFFFFFFFFFFFFFFFF), _signed(extra & 0xFFFFFFFFFFFFFFFF)
+        raise debug_reports.overflow_error(kernel, op, pid, where, x, y,
+                                           debug_reports.exact_int32_result(op.opcode, x, y))
+    if code == DIVISION_BY_ZERO:
+        kind = op.operands[0].type.scalar
+        bits = value & 0xFFFFFFFFFFFFFFFF
+        x = _signed(bits) if kind.is_int_signed() and not kind.is_bool() else bits & ((1 << kind.primitive_bitwidth) - 1)
+        raise debug_reports.division_error(kernel, op, pid, where, x)
+    number = float(np.array([value & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64).view(np.float64)[0])
+    raise debug_reports.conversion_error(kernel, op, pid, where, number, op.operands[0].type.scalar, op.attrs["to"])
+
+
+def raise_race(kernel: str, op, pid: tuple, lane: int, address: int, previous_tag: int, grid: tuple, source,
+               arguments) -> None:
+    """Raises the RaceError of a store of ``op`` by program ``pid`` to byte ``address``, which the
+    program with tag ``previous_tag`` (1 + its linear id in ``grid``) stored to before.
+    ``arguments``, ``source``: as ``raise_out_of_bounds``'s."""
+    from . import debug_reports
+
+    gx, gy, _ = grid
+    linear = previous_tag - 1
+    first = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+    pointer = op.operand("pointer")
+    known = source is not None and source >= 0
+    candidates = [source] if known else range(len(arguments))
+    for position in candidates:
+        name, base, low, high, size = arguments[position]
+        if known or low <= address < high:
+            raise debug_reports.race_error(kernel, op.loc, first, pid, name, (address - base) // size,
+                                           _block_lane(lane, pointer.type), program_order=False)
+    raise AssertionError(f"a race at address {address:#x} outside every argument")
+
+
+def raise_reported(kernel: str, op, code: int, pid: tuple, lane: int, value: int, extra: int) -> None:
+    """Raises the error of a failed assert, gather index, histogram value or debug-mode check (the
+    launcher handles out-of-bounds accesses and races, which need the arguments' memory)."""
+    from ..compiler.ir import types as T
+
+    if code in (INT_OVERFLOW, DIVISION_BY_ZERO, INVALID_CONVERSION):
+        _raise_debug_fault(kernel, op, code, pid, lane, value, extra)
 
     if code == ASSERT:
         condition = op.operands[0]

@@ -123,9 +123,9 @@ class CPUBackend(Backend):
         stages = Stages({"ttir": str(fn), **asm}, {"layouts": _placed(fn), "asm": _assembly(asm["llir"])})
         return launcher.Executable(fn, loaded, stages, op_table(fn), pointer_args,
                                    provenance, largest_block(fn), needs_program_order(fn),
-                                   loaded.word(codegen.SCRATCH_SYMBOL))
+                                   loaded.word(codegen.SCRATCH_SYMBOL), make_checked=lambda: self._checked(fn))
 
-    def _executable(self, fn, generator, stages):
+    def _executable(self, fn, generator, stages, debug: bool = False):
         from ..llvm import host
         from . import launcher
 
@@ -133,4 +133,17 @@ class CPUBackend(Backend):
         loaded = host.LoadedObject(stages["obj"])
         stages = Stages(stages, {"asm": _assembly(stages["llir"])})
         return launcher.Executable(fn, loaded, stages, generator.ops, generator.pointer_args, generator.provenance,
-                                   largest_block(fn), needs_program_order(fn), generator.scratch_bytes)
+                                   largest_block(fn), needs_program_order(fn), generator.scratch_bytes,
+                                   make_checked=None if debug else lambda: self._checked(fn),
+                                   written=generator.written if debug else ())
+
+    def _checked(self, fn: Function):
+        """The executable of ``fn``'s variant with debug mode's checks (``debug_checks.py``), which its
+        debug-mode launches run; built on the first of them, not stored on disk."""
+        from ..llvm import host
+
+        triple, _, _ = host.host_cpu()
+        generator = codegen.Codegen(fn, triple, hardware_ldexp=host.wide_vectors(), debug=True)
+        llir = str(lower_kernel(generator, "cpu", "run it on the interpreter: TRITIUM_BACKEND=interpreter"))
+        stages = {"ttir": str(fn), "layouts": str(fn), "llir": llir, "obj": host.compile_to_object(llir)}
+        return self._executable(fn, generator, stages, debug=True)

@@ -38,19 +38,22 @@ from . import placement
 from .checks import Checks
 from .control_flow import ControlFlow
 from .cross_lane import CrossLane
+from .debug_checks import DebugChecks
 from .lanes import Lanes
 from .memory import Memory
 from .values import HEADER_SLOTS, PRINT_SYMBOL, SCRATCH_SYMBOL, SPIN_CHECK_SLOT, Buffer, _shape, expect, row_major_strides
 
 
-class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
+class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Lowering):
     """One kernel's LLVM module: the placement stage first (``placement.py``), then the IR walked once
-    (``backends/llvm/lowering.py``) with the rules of this folder's mixins."""
+    (``backends/llvm/lowering.py``) with the rules of this folder's mixins. ``debug``: the variant
+    debug-mode launches run, with debug mode's checks (``debug_checks.py``)."""
 
     def __init__(self, fn: Function, target_triple: str, data_layout: str = "", checks: bool = True,
-                 hardware_ldexp: bool = False):
+                 hardware_ldexp: bool = False, debug: bool = False):
         Lowering.__init__(self, fn)
-        self.checks = checks  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
+        self.checks = checks or debug  # bounds checks before every access (TRITIUM_BOUNDS_CHECKS=0: none)
+        self.debug = debug
         self._cold = 0  # inside code that rarely runs (Codegen.cold)
         self._loop_options: dict = {}
         self._boxes: dict = {}  # mask value id -> its MaskInfo when it is a box mask, else None
@@ -65,7 +68,7 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
         # argument index of each pointer argument; value id -> position of the pointer argument it derives from
         self.pointer_args, self.provenance = pointer_provenance(fn)
         # where each block value lives (placement.py): written on the values, read by the rules
-        self.uses = placement.place(fn, self.rules)
+        self.uses = placement.place(fn, self.rules, debug=debug)
         # positions of the pointer arguments some store or atomic may write (every one of them when
         # a write cannot be traced to one)
         _, writes = argument_accesses(fn)
@@ -116,6 +119,8 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
         for _ in self.pointer_args:
             self.bounds.append((argument(slot), argument(slot + 1)))
             slot += 2
+        if self.debug:
+            self.load_shadows(lambda n: argument(HEADER_SLOTS + n))
         self.lower_region(fn.body)
         if not b.block.is_terminated:
             b.ret(ir.Constant(I32, 0))
@@ -192,6 +197,8 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
     def lower_lanes(self, op: Operation) -> None:
         """An elementwise op: computed at once for scalars; for blocks lazy (evaluated where it is read),
         or held in a buffer when the placement says so."""
+        if self.debug:
+            self.check_lanes(op)
         if all(not isinstance(r.type, T.block_type) for r in op.results):
             args = [self.scalars[o.id] for o in op.operands]
             result = lanes.lower_op(self.b, op, args)
@@ -199,7 +206,6 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, Lowering):
                 self.scalars[r.id] = v
         elif op.results[0].encoding == placement.BUFFER:
             self.materialize_op(op)
-
 
     # reports ---------------------------------------------------------------------------------------
     def lower_assert(self, op: Operation) -> None:

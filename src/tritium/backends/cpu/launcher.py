@@ -8,6 +8,10 @@ code, a few microseconds per launch; torch's OpenMP threads when torch is import
 a small one (few lanes of work in all) on the calling thread. Kernels whose programs communicate
 through memory (``compiler/analysis/effects.py``: atomics or loads that steer a spin wait) run in
 program order on one thread, as the interpreter runs them.
+
+Debug mode (``launch(debug=True)``): the kernel's variant with debug mode's checks
+(``debug_checks.py``), compiled at the first such launch, runs its programs one at a time with a
+shadow array per written argument; kernels whose checks stay the interpreter's run there.
 """
 from __future__ import annotations
 
@@ -21,12 +25,12 @@ import numpy as np
 
 from ... import config
 from ...compiler.ir import types as T
-from .. import malloc_tuning, registry, reports
+from .. import debug_reports, malloc_tuning, registry, reports
 from ..base import Executable as ExecutableBase
 from ..base import KernelArgument, byte_range
-from ..llvm.types import parameter_plan, scalar_bits
+from ..llvm.types import item_size, parameter_plan, scalar_bits
 from ..print_format import format_print_lines
-from . import codegen, workers
+from . import codegen, debug_checks, workers
 
 _GRID_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 # Lanes of work (programs x the largest block) below which a launch runs on the calling thread.
@@ -84,8 +88,14 @@ class Executable(ExecutableBase):
     """A kernel compiled for the host CPU."""
 
     def __init__(self, fn, loaded, asm: dict, ops: list, pointer_args: list, provenance: dict, largest_block: int,
-                 program_order: bool, scratch_bytes: int = 0):
+                 program_order: bool, scratch_bytes: int = 0, make_checked=None, written: tuple = ()):
         self.fn = fn
+        # debug mode: ``make_checked()`` compiles the variant with its checks (``debug_checks.py``); on
+        # that variant, ``written`` are the positions of the pointer arguments it keeps shadows of
+        self.make_checked = make_checked
+        self.written = written
+        self.debug_variant = make_checked is None
+        self._checked_executable = None
         self.scratch_bytes = scratch_bytes
         self.loaded = loaded
         self.asm = asm
@@ -112,6 +122,7 @@ class Executable(ExecutableBase):
         self._optimized_lock = threading.Lock()
         self._when_optimized: list = []
         self._debug_executable = None  # the interpreter's executable of ``fn`` (debug mode: ``_interpreted``)
+        self._shadow_arrays: list = []  # the debug variant's shadows during a launch
 
     # tiers (tiers.py) ---------------------------------------------------------------------------
     def optimize_later(self, llvm_ir: str) -> None:
@@ -151,15 +162,18 @@ class Executable(ExecutableBase):
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
         _tune_malloc()
         debug = config.debug_mode() if debug is None else bool(debug)
-        if debug:
-            # Debug mode's checks (races, overflow, conversions) are the interpreter's.
-            self._interpreted().launch(grid, args, stream, debug=True)
+        if debug and not self.debug_variant:
+            if debug_checks.stays_on_interpreter(self.fn, self.program_order):
+                self._interpreted().launch(grid, args, stream, debug=True)
+            else:
+                self._checked().launch(grid, args, stream, debug=True)
             return
         gx, gy, gz = (int(g) for g in grid)
         total = gx * gy * gz
         if total <= 0:
             return
-        slots = [gx, gy, gz, self.token, config.spin_check_after()]
+        # (the debug variant watches a while loop from its first iteration, as the interpreter does)
+        slots = [gx, gy, gz, self.token, 1 if self.debug_variant else config.spin_check_after()]
         bounds = []
         keepalive = []
         for name, ty, value in args:
@@ -170,13 +184,49 @@ class Executable(ExecutableBase):
             else:
                 slots.append(scalar_bits(value, ty))
         slots += bounds
+        if self.debug_variant:
+            slots += self._shadow_slots(args)
         block = (ctypes.c_uint64 * len(slots))(*slots)
         _PRINTING[self.token] = (self, args)
         try:
-            self._run(block, total, None, config.shuffle_seed())
+            self._run(block, total, 1 if self.debug_variant else None, config.shuffle_seed())
         finally:
             _PRINTING.pop(self.token, None)
+            self._shadow_arrays = []
         del keepalive
+
+    def _checked(self):
+        """The variant of this kernel with debug mode's checks, compiled once (not kept on disk)."""
+        if self._checked_executable is None:
+            self._checked_executable = self.make_checked()
+        return self._checked_executable
+
+    def _shadow_slots(self, args) -> list:
+        """Per pointer argument the address of its shadow array (debug_checks.py): an int32 per element
+        of the bytes it may touch, zeroed; arguments over the same memory share one; 0 for arguments
+        no store writes."""
+        ranges = {}
+        pointers = [(ty, value) for _, ty, value in args if isinstance(ty, T.pointer_type)]
+        for position in self.written:
+            ty, value = pointers[position]
+            low = value.address + value.low
+            ranges[position] = (low, value.high - value.low, item_size(ty.element_ty))
+        groups = debug_reports.alias_groups(ranges)
+        shared: dict = {}
+        addresses = [0] * len(pointers)
+        for position, (low, nbytes, size) in ranges.items():
+            group = groups.get(position)
+            if group is None:
+                array = np.zeros(max(1, -(-nbytes // size)), dtype=np.int32)
+                addresses[position] = array.ctypes.data
+            else:
+                _, start, units = group
+                array = shared.get(start)
+                if array is None:
+                    array = shared[start] = np.zeros(units, dtype=np.int32)
+                addresses[position] = array.ctypes.data + 4 * ((low - start) // size)
+            self._shadow_arrays.append(array)
+        return addresses
 
     def _interpreted(self):
         """This kernel on the interpreter backend, for debug mode: found through the registry and
@@ -336,7 +386,7 @@ class Executable(ExecutableBase):
         op = self.ops[op_index]
         pid = (x, y, z)
         name = self.fn.name
-        if code != reports.OUT_OF_BOUNDS:
+        if code not in (reports.OUT_OF_BOUNDS, reports.RACE):
             reports.raise_reported(name, op, code, pid, lane, address, extra)
         arguments = []
         for position, arg_index in enumerate(self.pointer_args):
@@ -344,8 +394,12 @@ class Executable(ExecutableBase):
             low = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position])
             high = int(block[codegen.HEADER_SLOTS + len(self.fn.args) + 2 * position + 1])
             arguments.append((self.fn.arg_names[arg_index], base, low, high))
-        reports.raise_out_of_bounds(name, op, pid, lane, address, self.provenance.get(op.operand("pointer").id),
-                                    arguments, bad_lanes=extra)
+        source = self.provenance.get(op.operand("pointer").id)
+        if code == reports.RACE:
+            sizes = [item_size(self.fn.args[i].type.element_ty) for i in self.pointer_args]
+            reports.raise_race(name, op, pid, lane, address, extra, tuple(int(g) for g in block[:3]), source,
+                               [argument + (size,) for argument, size in zip(arguments, sizes)])
+        reports.raise_out_of_bounds(name, op, pid, lane, address, source, arguments, bad_lanes=extra)
 
 
 

@@ -161,16 +161,21 @@ class Memory:
         fused = [v for v in loads_read_in_store(op, self.op_index) if v.id in self.deferred]
         extent = (self.scalar_slot(I64), self.scalar_slot(I64)) if fused else None
         every = self.check_access(pointer, mask, dtype, extent)
+        if self.debug:  # debug mode: every active lane checked for a race before any is written
+            self.check_store_races(op, every)
+
+        def write(idx, address, masked=False):
+            self._write(address, self.value_at(value, idx), dtype)
+            if self.debug:
+                self.record_store(pointer, address)
+
         if not isinstance(pointer.type, T.block_type):
             address = self.value_at(pointer, ())
             if mask is None:
-                self._write(address, self.value_at(value, ()), dtype)
+                write((), address)
             else:
-                self.if_then(self.value_at(mask, ()), lambda: self._write(address, self.value_at(value, ()), dtype))
+                self.if_then(self.value_at(mask, ()), lambda: write((), address))
             return
-
-        def write(idx, address, masked):
-            self._write(address, self.value_at(value, idx), dtype)
 
         if not fused:
             self._element_type = memory_type(dtype)

@@ -24,6 +24,7 @@ from ...compiler.ir.encodings import Placement
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ...compiler.ir.spec import COPYING_OPCODES, has_effects
 from ..llvm import scalar as lanes
+from .debug_checks import checked_code
 
 LAZY, BUFFER, IN_STORE, READ_IN_STORE = (Placement(w) for w in ("lazy", "buffer", "in_store", "read_in_store"))
 
@@ -65,12 +66,14 @@ def held_form(encoding):
 
 
 class _Planner:
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, debug: bool):
+        self.debug = debug
         self.uses = count_uses(fn)
         self.in_store: set[int] = set()  # values computed lane by lane in the loop of the store using them
         self.read_in_store: set[int] = set()  # loads read in that loop
         self.packed: dict[int, tuple] = {}  # load result id -> (type, tf32) its buffer holds
-        self._find_store_chains(fn.body)
+        if not debug:  # (debug mode checks an op's lanes where it is defined: no chains into stores)
+            self._find_store_chains(fn.body)
         self._find_packed_loads(fn.body)
 
     def _find_store_chains(self, region: Region) -> None:
@@ -167,16 +170,19 @@ class _Planner:
             return Placement("packed", packed_text(form)) if form is not None else BUFFER
         if op.opcode in COPYING_OPCODES:  # cheap to compute again where read: never a buffer
             return LAZY
+        if self.debug and checked_code(op) is not None:  # every lane computed (and checked) once, where defined
+            return BUFFER
         if op.opcode not in rules and op.opcode in lanes.LOWER:
             return self._elementwise(op, result)
         return BUFFER
 
 
-def place(fn: Function, rules) -> dict[int, int]:
+def place(fn: Function, rules, debug: bool = False) -> dict[int, int]:
     """Writes the placement of every block value of ``fn`` (``Value.encoding``); ``rules``: the code
-    generator's rule table (an elementwise op with a rule of its own is not a lane expression).
-    Returns the use counts it was decided from."""
-    planner = _Planner(fn)
+    generator's rule table (an elementwise op with a rule of its own is not a lane expression);
+    ``debug``: for the variant with debug mode's checks (``debug_checks.py``). Returns the use counts
+    it was decided from."""
+    planner = _Planner(fn, debug)
 
     def walk(region: Region) -> None:
         for arg in region.args:

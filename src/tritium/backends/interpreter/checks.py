@@ -26,23 +26,14 @@ import hashlib
 
 import numpy as np
 
-from ...errors import (DeadlockError, DivisionByZeroError, IntegerOverflowError, InvalidConversionError, RaceError,
-                       render_location)
+from ...errors import DeadlockError, render_location
 from ...compiler.ir.spec import OVERFLOW_CHECKED, POINTER_READS, POINTER_WRITES, ZERO_DIVISOR_CHECKED, opcodes_with
 from ...numerics import arithmetic
+from .. import debug_reports
+from ..debug_reports import INT32_MAX, INT32_MIN
 from .affine import Affine
 
-INT32_MIN = -(1 << 31)
-INT32_MAX = (1 << 31) - 1
-
-_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%", "div": "/", "neg": "-"}
 _EXACT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "neg": lambda a, b: np.subtract(b, a)}
-
-
-def _lane_text(lane: tuple) -> str:
-    if not lane:
-        return ""
-    return f", lane {lane[0] if len(lane) == 1 else lane}"
 
 
 def _locate(bad: np.ndarray, active, batch: int):
@@ -81,13 +72,7 @@ def _overflow(ex, op, a64, b64, exact, bad, active):
     where = (0 if exact.shape[0] == 1 else lane_program,) + lane
     pid = ex.program_of_lane(lane_program)
     x, y, z = (_at(v, exact.shape, where) for v in (a64, b64, exact))
-    wrapped = (z - INT32_MIN) % (1 << 32) + INT32_MIN
-    expression = f"-({x})" if op.opcode == "neg" else f"{x} {_SYMBOL[op.opcode]} {y}"
-    message = render_location(
-        op.loc, f"int32 overflow in kernel '{ex.fn.name}', program {pid}{_lane_text(lane)}: "
-                f"{expression} = {z} does not fit in int32 (it would wrap to {wrapped})",
-        "compute in int64 (e.g. offs = pid.to(tl.int64) * stride) or keep the values smaller")
-    raise IntegerOverflowError(message, loc=op.loc, program_ids=[pid], kernel=ex.fn.name)
+    raise debug_reports.overflow_error(ex.fn.name, op, pid, lane, x, y, z)
 
 
 def _as_int64(x) -> np.ndarray:
@@ -139,12 +124,7 @@ def _checked_division(inner):
                     lane_program, lane = found
                     pid = ex.program_of_lane(lane_program)
                     x = _at(a, shape, (0 if shape[0] == 1 else lane_program,) + lane)
-                    message = render_location(
-                        op.loc, f"integer division by zero in kernel '{ex.fn.name}', program {pid}"
-                                f"{_lane_text(lane)}: {x} {_SYMBOL[op.opcode]} 0",
-                        "a GPU gives -1 for x // 0 and x for x % 0 without complaint; guard the divisor "
-                        "(e.g. tl.where(d != 0, x // d, 0))")
-                    raise DivisionByZeroError(message, loc=op.loc, program_ids=[pid], kernel=ex.fn.name)
+                    raise debug_reports.division_error(ex.fn.name, op, pid, lane, x)
         return inner(ex, op, args, active)
 
     return run
@@ -156,9 +136,9 @@ def _checked_cast(inner):
         dst = op.attrs["to"]
         if src.is_floating() and dst.is_int() and not dst.is_bool():
             x = np.asarray(args[0])
-            info = np.iinfo(dst.numpy)
+            low, high = debug_reports.integer_range(dst)
             wide = np.trunc(x.astype(np.float64))
-            bad = np.isnan(wide) | (wide >= float(info.max) + 1.0) | (wide < float(info.min))
+            bad = np.isnan(wide) | (wide >= float(high) + 1.0) | (wide < float(low))
             if bad.any():
                 found = _locate(bad, active, ex.batch)
                 if found is not None:
@@ -166,11 +146,7 @@ def _checked_cast(inner):
                     pid = ex.program_of_lane(lane_program)
                     value = float(_at(x.astype(np.float64), x.shape,
                                       (0 if x.shape[0] == 1 else lane_program,) + lane))
-                    message = render_location(
-                        op.loc, f"invalid conversion in kernel '{ex.fn.name}', program {pid}{_lane_text(lane)}: "
-                                f"{value!r} ({src}) has no {dst} value (valid: {info.min}..{info.max})",
-                        "a GPU saturates (NaN -> 0, inf -> the largest value); clamp or mask the value first")
-                    raise InvalidConversionError(message, loc=op.loc, program_ids=[pid], kernel=ex.fn.name)
+                    raise debug_reports.conversion_error(ex.fn.name, op, pid, lane, value, src, dst)
         return inner(ex, op, args, active)
 
     return run
@@ -205,29 +181,10 @@ def debug_tables(exec_table: dict, affine_table: dict) -> tuple[dict, dict]:
 # races -----------------------------------------------------------------------------------------------
 def _alias_groups(allocations) -> dict:
     """id(allocation) -> (allocations sharing its bytes, lowest address, elements spanned), for the
-    arguments whose byte ranges overlap another's with the same element size and alignment; the
-    others are not in it. (Overlaps of different element sizes keep separate records.)"""
-    groups: dict = {}
-    by_size: dict = {}
-    for alloc in allocations:
-        if alloc.nbytes > 0:
-            by_size.setdefault((max(1, alloc.element_size), alloc.address % max(1, alloc.element_size)), []).append(alloc)
-    for (size, _), allocs in by_size.items():
-        allocs = sorted(allocs, key=lambda a: a.address)
-        run = [allocs[0]]
-        end = allocs[0].address + allocs[0].nbytes
-        for alloc in allocs[1:] + [None]:
-            if alloc is not None and alloc.address < end:
-                run.append(alloc)
-                end = max(end, alloc.address + alloc.nbytes)
-                continue
-            if len(run) > 1:
-                start = run[0].address
-                entry = (run, start, -(-(end - start) // size))
-                groups.update({id(member): entry for member in run})
-            if alloc is not None:
-                run, end = [alloc], alloc.address + alloc.nbytes
-    return groups
+    arguments whose byte ranges overlap another's (``debug_reports.alias_groups``)."""
+    by_id = {id(a): a for a in allocations}
+    groups = debug_reports.alias_groups({key: (a.address, a.nbytes, a.element_size) for key, a in by_id.items()})
+    return {key: ([by_id[k] for k in members], start, units) for key, (members, start, units) in groups.items()}
 
 
 class DebugChecks:
@@ -351,18 +308,31 @@ class DebugChecks:
                             i if positions is None else int(positions[i]))
             pending.append((alloc, units, mine, positions))
         for alloc, units, mine, positions in pending:
-            writers = self._writer_of(alloc)
-            writers[units] = mine
-            if len(self.tags) > 1:  # two programs of this batch storing to one element now
-                landed = writers[units]
-                clash = landed != mine
-                if clash.any():
-                    i = int(np.argmax(clash))  # a lane of the earlier program; report the later one's lane
-                    j = int(np.flatnonzero((units == units[i]) & (mine == landed[i]))[0])
-                    self._raise(alloc, int(units[i]), int(mine[i]), int(mine[j]), shape,
-                                j if positions is None else int(positions[j]))
-            if self.clock is not None:
+            self._writer_of(alloc)[units] = mine
+        if len(self.tags) > 1:  # two programs of this batch storing to one element now
+            self._clash_in_batch(pending, shape)
+        if self.clock is not None:
+            for alloc, units, mine, positions in pending:
                 self._epochs[id(alloc)][units] = self.clock[mine - 1]
+
+    def _clash_in_batch(self, pending, shape) -> None:
+        """After a batch's store landed: an element whose tag is not that of every lane of the batch
+        that stored to it was stored by two programs (through one argument, or through two over the
+        same memory, whose arrays are one)."""
+        for alloc, units, mine, positions in pending:
+            landed = self._writer_of(alloc)[units]
+            clash = landed != mine
+            if not clash.any():
+                continue
+            i = int(np.argmax(clash))  # a lane of the earlier program; report the later one's lane
+            where = alloc.address + int(units[i]) * max(1, alloc.element_size)
+            for other, other_units, other_mine, other_positions in pending:
+                at = other.address + other_units * max(1, other.element_size)
+                hits = np.flatnonzero((at == where) & (other_mine == landed[i]))
+                if hits.size:
+                    j = int(hits[0])
+                    self._raise(other, int(other_units[j]), int(mine[i]), int(other_mine[j]), shape,
+                                j if other_positions is None else int(other_positions[j]))
 
     def before_window_store(self, window, dtype, batch: int, shape) -> None:
         """Checks a strided-window store (``Memory.store_window``, whose lanes never overlap)."""
@@ -410,17 +380,8 @@ class DebugChecks:
         loc = getattr(self.op, "loc", None)
         offset = (unit * alloc.element_size - alloc.pointer_offset) // max(1, alloc.element_size)
         lane = tuple(int(i) for i in np.unravel_index(position, shape)[1:])
-        p1, p2 = self.program(first), self.program(second)
-        why = (" with no synchronisation between them (no release by the first that the second acquired)"
-               if self.program_order else " without atomics")
-        message = render_location(
-            loc, f"data race in kernel '{self.kernel}': programs {p1} and {p2} both store to element {offset} "
-                 f"of '{alloc.name}'{why}; program {p2} stores it here{_lane_text(lane)}, and on a GPU the value "
-                 "left there depends on which program lands last",
-            "give each program its own elements, combine the values with tl.atomic_add/atomic_max/..., "
-            "or order the stores with a lock (tl.atomic_cas to take it, tl.atomic_xchg to release it)")
-        raise RaceError(message, loc=loc, program_ids=[p1, p2], kernel=self.kernel, tensor=alloc.name,
-                        offset=offset)
+        raise debug_reports.race_error(self.kernel, loc, self.program(first), self.program(second), alloc.name,
+                                       offset, lane, self.program_order)
 
     # atomics ---------------------------------------------------------------------------------------------
     def after_atomic(self, groups, shape, old: np.ndarray, compare) -> None:

@@ -1,5 +1,8 @@
-"""Debug mode (TRITIUM_DEBUG=1, @jit(debug=True), kernel[grid](..., debug=True)) and the checks
-that run in every mode (DeadlockError, the TRITIUM_SHUFFLE launch order).
+"""Debug mode (TRITIUM_DEBUG=1, @jit(debug=True), kernel[grid](..., debug=True)) on every host
+backend: the interpreter checks as it runs; the CPU backend runs a compiled variant of the kernel
+with the same checks (kernels whose programs synchronise through memory, or that carry hints, go
+to the interpreter there). The spin-wait and launch-order checks are tested with the interpreter
+(tests/backends/interpreter/test_spin_and_launch_order.py).
 
 Each check gets a kernel with one planted fault and must name the fault's line, the programs
 involved and (for races) the tensor and element; each must stay silent on clean kernels (the
@@ -22,13 +25,17 @@ import torch
 import tritium as triton
 import tritium.language as tl
 from tritium import compat
-from tritium.errors import (DeadlockError, DeviceAssertionError, DivisionByZeroError, IntegerOverflowError,
+from tritium.errors import (DeviceAssertionError, DivisionByZeroError, IntegerOverflowError,
                             InvalidConversionError, RaceError, TritonError)
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seed_programs"
 if not SEEDS.is_dir():
     SEEDS = Path(os.environ.get("TRITIUM_SEEDS", "/nonexistent"))
+
+
+pytestmark = pytest.mark.not_on_backend(
+    "cuda", reason="debug mode's race, overflow, division and conversion checks are the host backends'")
 
 
 @pytest.fixture(autouse=True)
@@ -99,6 +106,38 @@ def test_race_through_two_arguments_aliasing_one_tensor(batched, monkeypatch):
     y = np.zeros(16, np.int32)
     store_through_two_pointers[(2,)](y, np.zeros(16, np.int32), 6, 6, debug=True)  # different tensors
     assert y[6] == 1
+
+
+@triton.jit
+def store_through_either(a_ptr, b_ptr, index):
+    pid = tl.program_id(0)
+    target = tl.where(pid % 2 == 0, a_ptr, b_ptr)  # which argument: known only at run time
+    tl.store(target + index + tl.arange(0, 4), pid + 1)
+
+
+def test_race_through_a_pointer_chosen_at_run_time():
+    a, b = np.zeros(8, np.int32), np.zeros(8, np.int32)
+    with pytest.raises(RaceError) as info:
+        store_through_either[(3,)](a, b, 0, debug=True)  # programs 0 and 2 store to a[0:4]
+    assert info.value.program_ids == [(0, 0, 0), (2, 0, 0)]
+    assert (info.value.tensor, info.value.offset) == ("a_ptr", 0)
+    a, b = np.zeros(8, np.int32), np.zeros(8, np.int32)
+    store_through_either[(2,)](a, b, 0, debug=True)
+    assert a.tolist()[:4] == [1] * 4 and b.tolist()[:4] == [2] * 4
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_race_through_a_run_time_pointer_into_aliasing_arguments(batched, monkeypatch):
+    """Program 0 stores x[2:6] through a_ptr, program 1 x[4:8] through b_ptr = x[2:]: a race on x[4],
+    found whether the two programs run in one batch or not. The interpreter knows the pointer came
+    from b_ptr (element 2); compiled code sees an address both arguments hold and names the first."""
+    if not batched:
+        monkeypatch.setenv("TRITIUM_BATCH_ELEMENTS", "1")
+    x = np.zeros(16, np.int32)
+    with pytest.raises(RaceError) as info:
+        store_through_either[(2,)](x, x[2:], 2, debug=True)
+    assert info.value.program_ids == [(0, 0, 0), (1, 0, 0)]
+    assert (info.value.tensor, info.value.offset) in (("b_ptr", 2), ("a_ptr", 4))
 
 
 def test_without_debug_mode_the_last_store_wins():
@@ -325,6 +364,32 @@ def test_invalid_float_to_int_conversion(value, dtype, gpu):
     assert int(out[17]) == gpu
 
 
+@pytest.mark.parametrize("source, value, dtype, text", [
+    (np.float16, 300.0, np.int8, "300.0 (fp16) has no int8 value (valid: -128..127)"),
+    (np.float64, 3e9, np.int32, "3000000000.0 (fp64) has no int32 value (valid: -2147483648..2147483647)"),
+    (np.float64, -np.inf, np.uint16, "-inf (fp64) has no uint16 value (valid: 0..65535)")])
+def test_invalid_conversion_from_each_float_width(source, value, dtype, text):
+    x = np.zeros(32, source)
+    x[3] = value
+    with pytest.raises(InvalidConversionError) as info:
+        convert[(2,)](x, np.zeros(32, dtype), BLOCK=16, debug=True)
+    assert info.value.program_ids == [(0, 0, 0)] and f"program (0, 0, 0), lane 3: {text}" in str(info.value)
+
+
+@triton.jit
+def divide_rows(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs) // tl.load(b_ptr + offs))
+
+
+def test_unsigned_division_by_zero_names_the_dividend_and_the_2d_lane():
+    a, b = np.full(16, 4_000_000_000, np.uint32), np.ones(16, np.uint32)
+    b[6] = 0
+    with pytest.raises(DivisionByZeroError) as info:
+        divide_rows[(1,)](a, b, np.zeros(16, np.uint32), BLOCK=4, debug=True)
+    assert "program (0, 0, 0), lane (1, 2): 4000000000 // 0" in str(info.value)
+
+
 def test_valid_conversions_pass_in_debug_mode():
     x = np.array([-0.9, -0.5, 0.0, 0.99, 255.9, 1.5, 2.5, 254.0], np.float32)
     out = np.zeros(8, np.uint8)
@@ -346,115 +411,6 @@ def test_device_assert_still_raises_in_debug_mode():
     assert info.value.program_id == (1, 0, 0) and "x must not be negative" in str(info.value)
 
 
-# while loops that never exit -----------------------------------------------------------------------------------
-@triton.jit
-def wait_for_later_program(flag_ptr, out_ptr):
-    if tl.program_id(0) == 0:
-        while tl.load(flag_ptr) == 0:  # program 1 sets it, but program 0 runs first
-            pass
-        tl.store(out_ptr, 1)
-    else:
-        tl.atomic_xchg(flag_ptr, 1)
-
-
-@triton.jit
-def wait_for_earlier_program(flags_ptr, out_ptr):
-    pid = tl.program_id(0)
-    if pid > 0:
-        while tl.atomic_add(flags_ptr + pid - 1, 0) == 0:
-            pass
-    tl.store(out_ptr + pid, tl.load(out_ptr + pid - 1, mask=pid > 0, other=0) + 1)
-    tl.atomic_xchg(flags_ptr + pid, 1)
-
-
-@pytest.mark.parametrize("debug", [True, False])
-def test_deadlock_names_the_waiting_program_and_loop(debug):
-    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    with pytest.raises(DeadlockError) as info:
-        wait_for_later_program[(2,)](flag, out, debug=debug)
-    assert info.value.program_ids == [(0, 0, 0)]
-    assert "program (0, 0, 0) spins forever" in str(info.value) and "1 has not started" in str(info.value)
-    assert_points_at(info.value, wait_for_later_program, "while tl.load(flag_ptr) == 0")
-
-
-@pytest.mark.parametrize("debug", [True, False])
-def test_waiting_for_an_earlier_program_is_fine(debug):
-    flags, out = np.zeros(8, np.int32), np.zeros(8, np.int32)
-    wait_for_earlier_program[(8,)](flags, out, debug=debug)
-    assert out.tolist() == list(range(1, 9)) and flags.tolist() == [1] * 8
-
-
-def test_shuffled_launch_order_exposes_a_dependence_on_launch_order(monkeypatch):
-    monkeypatch.setenv("TRITIUM_SHUFFLE", "3")
-    flags, out = np.zeros(8, np.int32), np.zeros(8, np.int32)
-    with pytest.raises(DeadlockError) as info:
-        wait_for_earlier_program[(8,)](flags, out, debug=True)
-    assert "shuffled order" in str(info.value)
-
-
-@triton.jit
-def forgets_to_advance(out_ptr, n, step):
-    i = 0
-    while i < n:
-        i += step
-    tl.store(out_ptr + tl.program_id(0), i)
-
-
-def test_loop_that_changes_nothing_never_exits():
-    out = np.zeros(3, np.int32)
-    with pytest.raises(DeadlockError) as info:
-        forgets_to_advance[(3,)](out, 5, 0, debug=True)
-    assert info.value.program_ids == [(0, 0, 0), (1, 0, 0), (2, 0, 0)] and "reads no memory" in str(info.value)
-    forgets_to_advance[(3,)](out, 5, 2, debug=True)
-    assert out.tolist() == [6, 6, 6]
-
-
-@triton.jit
-def long_spin(counter_ptr, out_ptr, n):
-    while tl.atomic_add(counter_ptr, 1) < n:  # the value read changes every time: not stuck
-        pass
-    tl.store(out_ptr, tl.load(counter_ptr))
-
-
-def test_long_loops_that_make_progress_are_not_deadlocks(monkeypatch):
-    monkeypatch.setenv("TRITIUM_SPIN_CHECK_AFTER", "10")
-    counter, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    long_spin[(1,)](counter, out, 300)
-    assert out[0] == 301
-
-
-# the launch order -----------------------------------------------------------------------------------------------
-@triton.jit
-def last_writer(out_ptr):
-    tl.store(out_ptr, tl.program_id(0))
-
-
-def test_shuffle_changes_the_order_programs_run_in(monkeypatch):
-    monkeypatch.setenv("TRITIUM_BATCH_ELEMENTS", "1")
-    out = np.zeros(1, np.int32)
-    last_writer[(16,)](out)
-    assert out[0] == 15  # launch order
-    seen = {}
-    for seed in (0, 1, 2, 3, 0):
-        monkeypatch.setenv("TRITIUM_SHUFFLE", str(seed))
-        last_writer[(16,)](out)
-        seen.setdefault(seed, []).append(int(out[0]))
-    assert seen[0][0] == seen[0][1]  # replayable
-    assert len({v[0] for v in seen.values()}) > 1
-
-
-def test_shuffle_leaves_race_free_results_alone(monkeypatch):
-    x = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
-    plain = np.zeros(5000, np.float32)
-    gelu = _benchmark_kernels().gelu_fwd
-    gelu[(5,)](x, plain, 5000, BLOCK=1024)
-    monkeypatch.setenv("TRITIUM_SHUFFLE", "11")
-    monkeypatch.setenv("TRITIUM_BATCH_ELEMENTS", "2048")
-    shuffled = np.zeros(5000, np.float32)
-    gelu[(5,)](x, shuffled, 5000, BLOCK=1024)
-    assert plain.tobytes() == shuffled.tobytes()
-
-
 # switching debug mode on ------------------------------------------------------------------------------------------
 @triton.jit(debug=True)
 def divide_always_debug(a_ptr, b_ptr, out_ptr):
@@ -469,6 +425,7 @@ def divide(a_ptr, b_ptr, out_ptr):
 def test_how_debug_mode_is_switched_on(monkeypatch):
     a, b, out = np.ones(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
     divide[(1,)](a, b, out)  # off by default
+    compiled = len(divide.cache)  # (entries of other backends' runs of this test included)
     assert out[0] == -1
     with pytest.raises(DivisionByZeroError):
         divide[(1,)](a, b, out, debug=True)  # per launch
@@ -479,7 +436,7 @@ def test_how_debug_mode_is_switched_on(monkeypatch):
     with pytest.raises(DivisionByZeroError):
         divide[(1,)](a, b, out)  # the environment
     divide[(1,)](a, b, out, debug=False)
-    assert len(divide.cache) == 1  # one compilation serves both modes
+    assert len(divide.cache) == compiled  # one compilation serves both modes
     monkeypatch.delenv("TRITIUM_DEBUG")
     compiled = divide.warmup(a, b, out, grid=(1,))
     compiled[(1,)](a, b, out)
@@ -522,7 +479,7 @@ def _same_bits_with_and_without_debug(launch, outputs):
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed programs are not here")
-def test_seed_gelu_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug mode is the interpreter's: same bits both ways
+def test_seed_gelu_kernels_are_clean_in_debug_mode():
     ch12 = _load_with_triton_alias(SEEDS / "ch12_04_standalone_complete.py", "_seed_ch12_04")
     ch16 = _load_with_triton_alias(SEEDS / "ch16_04_standalone_complete.py", "_seed_ch16_04")
     x = torch.randn(3000)
@@ -541,7 +498,7 @@ def test_seed_gelu_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug
     torch.testing.assert_close(out, torch.ops.aten.gelu_backward(dy, x), atol=1e-6, rtol=1e-5)
 
 
-def test_benchmark_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug mode is the interpreter's: same bits both ways
+def test_benchmark_kernels_are_clean_in_debug_mode():
     k = _benchmark_kernels()
     rng = np.random.default_rng(0)
     a = rng.standard_normal((96, 80)).astype(np.float32)
@@ -566,3 +523,19 @@ def test_benchmark_kernels_are_clean_in_debug_mode(on_the_interpreter):  # debug
     ys = np.zeros_like(xs)
     _same_bits_with_and_without_debug(lambda d: k.vector_add[(5,)](xs, xs, ys, 5000, BLOCK=1024, debug=d), [ys])
     _same_bits_with_and_without_debug(lambda d: k.gelu_bwd[(5,)](xs, xs, ys, 5000, BLOCK=1024, debug=d), [ys])
+
+
+@triton.jit
+def bytes_of_words(words_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * 3 + tl.arange(0, BLOCK)  # programs 0 and 1 share byte 3: word 0
+    tl.store(words_ptr.to(tl.pointer_type(tl.int8)) + offs, 1)
+
+
+def test_stores_of_bytes_into_one_word_race_on_the_word():
+    """A store through a pointer cast to a narrower type counts as a store to the whole element of
+    the argument it falls in: programs 0 (bytes 0-3) and 1 (bytes 3-6) race on word 0."""
+    words = np.zeros(4, np.int32)
+    with pytest.raises(RaceError) as info:
+        bytes_of_words[(2,)](words, BLOCK=4, debug=True)
+    assert info.value.program_ids == [(0, 0, 0), (1, 0, 0)]
+    assert (info.value.tensor, info.value.offset) == ("words_ptr", 0)
