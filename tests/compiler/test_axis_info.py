@@ -253,3 +253,52 @@ def test_the_run_time_check_reads_byte_addresses(monkeypatch, check_every_access
     monkeypatch.setattr(analysis_check, "_FUNCTIONS", {})
     with pytest.raises(AnalysisClaimError, match=r"divisibility\[0\] = 16 for argument x_ptr"):
         _strided[(1,)](x, out, BLOCK=16)
+
+
+@triton.jit
+def _wrapped_columns(x_ptr, out_ptr, n, groups, BLOCK: tl.constexpr, ASSUME: tl.constexpr):
+    column_block = tl.program_id(0) // groups  # a quotient by a divisor of unknown sign: sign unknown
+    if ASSUME:
+        tl.assume(column_block >= 0)
+    cols = (column_block * BLOCK + tl.arange(0, BLOCK)) % n
+    tl.store(out_ptr + cols, tl.load(x_ptr + cols))
+
+
+@pytest.mark.parametrize("assume", [False, True])
+def test_an_assumed_sign_keeps_runs_through_a_remainder(assume):
+    """``(q * 64 + arange(64)) % n`` with n a multiple of 16: runs of 16 when q >= 0 (pieces of 16
+    meet no multiple of n past their first element); for a q that may be negative, truncation breaks
+    them differently (-16 % 16 = 0, -15 % 16 = -15), so nothing without the assumption. Hints off,
+    the assumption adds nothing either."""
+    fn = _function(_wrapped_columns, "*fp32:16,*fp32:16,i32:16,i32", BLOCK=64, ASSUME=assume)
+    cols = _pointer_of(fn, "load").owner.operands[1]
+    assert claims_of(analyze_axis_info(fn), cols) == ((16,) if assume else (1,))
+    assert claims_of(analyze_axis_info(fn, trust_hints=False), cols) == (1,)
+
+
+def claims_of(claims, value) -> tuple:
+    return claims.get(value).contiguity
+
+
+def test_assumed_signs_pass_the_run_time_check(check_every_access):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    _wrapped_columns[(4,)](x, out, 32, 2, BLOCK=64, ASSUME=True)
+    np.testing.assert_array_equal(out[:32], x[:32])
+
+
+@triton.jit
+def _assumes_positive(out_ptr, SHIFT: tl.constexpr):
+    q = tl.program_id(0) - SHIFT
+    tl.assume(q > 0)
+    tl.store(out_ptr + tl.program_id(0), q)
+
+
+def test_a_false_assumption_is_reported_where_it_is_made():
+    out = np.zeros(4, np.int32)
+    with pytest.warns(RuntimeWarning, match=r"tl.assume is false in kernel '_assumes_positive', program \(0, 0, 0\)"):
+        _assumes_positive[(4,)](out, SHIFT=1)
+    assert out.tolist() == [-1, 0, 1, 2]  # the interpreter computes on: the promise is only reported
+    with pytest.raises(triton.HintViolationError, match="tl.assume"):
+        _assumes_positive[(4,)](out, SHIFT=1, debug=True)
+    _assumes_positive[(4,)](out, SHIFT=-1, debug=True)  # true everywhere: silent

@@ -158,6 +158,10 @@ class Semantic(ElementwiseSemantics, ShapeSemantics, MemorySemantics, CrossLaneS
         cond = self.to_bool(self.to_tensor(cond))
         self._create("assert", [cond], [], {"message": msg})
 
+    def assume(self, cond) -> None:
+        cond = self.to_bool(self.to_tensor(cond))
+        self._create("assume", [cond], [], {})
+
     def hint(self, x, kind: str, values) -> tensor:
         x = self.to_tensor(x)
         values = [unwrap(v) for v in (values if isinstance(unwrap(values), (list, tuple)) else [values])]

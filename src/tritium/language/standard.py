@@ -537,8 +537,11 @@ def max_constancy(input, values):
 
 @builtin
 def assume(cond):
-    """Lets the compiler assume ``cond`` holds; a pure hint, so the interpreter does nothing."""
-    return
+    """Promises that ``cond`` holds (e.g. ``tl.assume(pid_n >= 0)``, ``tl.assume(stride > 0)``): a
+    compiler that trusts hints may take ``x >= 0`` / ``x > 0`` as a fact about ``x``, which keeps
+    runs of ``(x + arange) % n`` contiguous. The interpreter checks the promise: a false one is a
+    warning, a HintViolationError in debug mode."""
+    _semantic().assume(cond)
 
 
 @builtin

@@ -207,6 +207,9 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Loweri
         elif op.results[0].encoding == placement.BUFFER:
             self.materialize_op(op)
 
+    def lower_assume(self, op: Operation) -> None:
+        """Nothing: this backend plans its accesses from the analysis without hints or assumptions."""
+
     # reports ---------------------------------------------------------------------------------------
     def lower_assert(self, op: Operation) -> None:
         b = self.b

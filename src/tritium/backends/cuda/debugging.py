@@ -78,6 +78,14 @@ class Debugging:
             self.fail(b.not_(self._truth(value, condition.type.scalar)), reports.ASSERT, lane,
                       ir.Constant(I64, 0), ir.Constant(I64, 0))
 
+    def lower_assume(self, op: Operation) -> None:
+        """A scalar condition becomes ``llvm.assume`` (LLVM may simplify with it, as the axis analysis
+        already did); a block's lanes are left alone."""
+        condition = op.operands[0]
+        if not _is_block(condition):
+            truth = self._truth(self.scalar(condition), condition.type)
+            self.intrinsic("llvm.assume", ir.VoidType(), [truth])
+
     def _truth(self, value: ir.Value, dtype) -> ir.Value:
         if value.type == I1:
             return value

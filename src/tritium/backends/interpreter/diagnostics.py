@@ -1,13 +1,17 @@
-"""The interpreter's ops that report on a kernel: ``print``, ``device_assert`` and the checks of hints.
+"""The interpreter's ops that report on a kernel: ``print``, ``device_assert`` and the checks of hints
+and assumptions.
 
 A hint (``tl.multiple_of``, ``tl.max_contiguous``, ``tl.max_constancy``) is checked against the
-values the kernel computed. Registered in the executor's table by ``handles``.
+values the kernel computed; so is ``tl.assume``'s condition. Registered in the executor's table by
+``handles``.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ...errors import DeviceAssertionError, render_location
+from ...errors import DeviceAssertionError, HintViolationError, render_location
 from ..print_format import format_print_lines
 from .executor import _expand_programs, _full, handles
 from .memory import Memory
@@ -41,6 +45,38 @@ def exec_assert(ex, op, args, active):
         message = render_location(op.loc, f"device_assert failed in kernel '{ex.fn.name}', program {pid}{where}: "
                                   f"{op.attrs['message']}")
         raise DeviceAssertionError(message, loc=op.loc, program_id=pid)
+    return []
+
+
+_WARNED_ASSUMPTIONS: set = set()  # (file, line, col) of assumptions already warned about in this process
+
+
+@handles("assume")
+def exec_assume(ex, op, args, active):
+    """A false ``tl.assume``: a compiled GPU kernel may have been built on it (the axis analysis takes
+    ``x >= 0`` as a fact about x), so its results are undefined there. A warning, once per assumption
+    (a HintViolationError in debug mode); the claims the launch's accesses are checked against then
+    stop trusting hints and assumptions (``analysis_check``)."""
+    cond = np.asarray(_full(args[0], op.operands[0].type, ex.batch))
+    failed = ~cond
+    if active is not None:
+        failed &= _expand_programs(active, cond.ndim - 1)
+    if not failed.any():
+        return []
+    ex.false_hints[id(op)] = op
+    first = np.unravel_index(int(np.flatnonzero(failed.reshape(-1))[0]), failed.shape)
+    lane = tuple(int(i) for i in first[1:])
+    where = f", lane {lane[0] if len(lane) == 1 else lane}" if lane else ""
+    message = render_location(
+        op.loc, f"tl.assume is false in kernel '{ex.fn.name}', program {ex.program_of_lane(int(first[0]))}{where}",
+        "a compiled GPU kernel may rely on the assumption (its results are then undefined); fix the condition "
+        "or remove the assumption")
+    if ex.checks is not None:
+        raise HintViolationError(message)
+    key = (op.loc.file, op.loc.line, op.loc.col) if op.loc is not None else (ex.fn.name, id(op))
+    if key not in _WARNED_ASSUMPTIONS:
+        _WARNED_ASSUMPTIONS.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
     return []
 
 

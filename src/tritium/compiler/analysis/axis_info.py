@@ -33,7 +33,7 @@ against the values it computes (``TRITIUM_CHECK_ANALYSIS=1``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 from ..ir import types as T
@@ -220,10 +220,48 @@ def _argument_info(value: Value, attrs: dict) -> Optional[AxisInfo]:
     return make(ty, (1,), (int(divisibility),), (1,), nonnegative=bool(attrs.get("nonnegative")))
 
 
+def _constant_of(value: Value) -> Optional[int]:
+    """The integer ``value`` is a constant (or a splat of one) of, else None."""
+    op = value.owner
+    while op is not None and op.opcode == "splat":
+        op = op.operands[0].owner
+    if op is None or op.opcode != "constant" or isinstance(op.attrs.get("value"), float):
+        return None
+    constant = op.attrs.get("value")
+    return constant if isinstance(constant, int) else None
+
+
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def assumed_nonnegative(fn: Function) -> set[int]:
+    """Ids of the values some ``tl.assume`` promises to be non-negative: ``x >= c`` with c >= 0 or
+    ``x > c`` with c >= -1 (either side). A promise is a fact about its value wherever it is used
+    (Triton's meaning: a false one is undefined behaviour; the interpreter reports it)."""
+    found = set()
+    for op in fn.walk():
+        if op.opcode != "assume":
+            continue
+        condition = op.operands[0].owner
+        if condition is None or condition.opcode != "cmp":
+            continue
+        lhs, rhs = condition.operands
+        predicate = condition.attrs["predicate"]
+        if _constant_of(lhs) is not None and _constant_of(rhs) is None:
+            lhs, rhs, predicate = rhs, lhs, _MIRRORED.get(predicate, predicate)
+        bound = _constant_of(rhs)
+        if bound is None or lhs.type.scalar.is_ptr() or not lhs.type.scalar.is_int():
+            continue
+        if (predicate == "ge" and bound >= 0) or (predicate == "gt" and bound >= -1):
+            found.add(lhs.id)
+    return found
+
+
 class _Analysis:
     def __init__(self, fn: Function, trust_hints: bool):
         self.infos: dict[int, AxisInfo] = {}
         self.trust_hints = trust_hints
+        self.assumed_nonnegative = assumed_nonnegative(fn) if trust_hints else set()
         attrs = getattr(fn, "arg_attrs", None) or []
         for i, arg in enumerate(fn.args):
             info = _argument_info(arg, attrs[i] if i < len(attrs) and attrs[i] else {})
@@ -236,6 +274,8 @@ class _Analysis:
         if info is None:
             self.infos.pop(value.id, None)
         else:
+            if value.id in self.assumed_nonnegative and not info.nonnegative:
+                info = replace(info, nonnegative=True)
             self.infos[value.id] = info
 
     def run_region(self, region: Region, args: list[Optional[AxisInfo]]) -> list[Optional[AxisInfo]]:
@@ -321,8 +361,9 @@ def analyze_axis_info(fn: Function, trust_hints: bool = True) -> AxisInfoMap:
     """The axis info of every integer and pointer value of ``fn``, seeded from ``fn.arg_attrs``
     (per argument: ``divisibility``, for pointers of the byte address; ``equal_to_1``; and
     ``nonnegative`` for an integer known to be at least 0). Arguments without facts: nothing known.
-    ``trust_hints=False``: ``tl.multiple_of`` / ``max_contiguous`` / ``max_constancy`` add nothing,
-    so every claim follows from the arithmetic alone (docs/language.md, "Hints")."""
+    ``trust_hints=False``: ``tl.multiple_of`` / ``max_contiguous`` / ``max_constancy`` and
+    ``tl.assume`` add nothing, so every claim follows from the arithmetic alone (docs/language.md,
+    "Hints")."""
     analysis = _Analysis(fn, trust_hints)
     analysis.run_region(fn.body, [])
     return AxisInfoMap(fn, analysis.infos)

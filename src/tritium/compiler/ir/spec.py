@@ -399,6 +399,11 @@ _op("print", (_many("values"),), [Attr("prefix", "str"), Attr("hex", "bool", Fal
     semantics="Prints each active lane's values, one line per lane, in compiled Triton's format.")
 _op("assert", ("condition",), [Attr("message", "str")], "none", effects=(REPORTS,),
     semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false.")
+_op("assume", ("condition",), [], "none", effects=(REPORTS,),
+    semantics="A promise that condition (i1, a scalar or every lane of a block) holds where the op runs. Compiled "
+              "backends that trust hints take `x >= c` / `x > c` (c a constant, c >= 0 / c >= -1) as the fact that "
+              "x is non-negative, everywhere x is used. The interpreter evaluates the promise and reports a false "
+              "one (a warning; HintViolationError in debug mode).")
 _op("hint", ("value",), [Attr("kind", "str", choices=("multiple_of", "max_contiguous", "max_constancy")),
                          Attr("values", "ints")],
     "same_as_operand", effects=(REPORTS,), traits=(COPIES,),
