@@ -358,3 +358,30 @@ def test_the_emitted_index_arithmetic_computes_what_the_model_does(kind, shape_c
         for lane, warp, ks in itertools.product(range(32), range(num_warps), range(plan.k_steps)):
             assert compiled(lane, warp, ks) == check(lane, warp, ks)
         del engine
+
+
+@pytest.mark.parametrize("rows, cols, item, width", [
+    (128, 64, 2, 128), (64, 32, 2, 64), (64, 16, 2, 32), (64, 256, 2, 128), (32, 32, 4, 128), (16, 8, 2, 0),
+    (24, 64, 2, 128), (20, 64, 2, 0), (64, 64, 1, 64)])
+def test_swizzled_tiles_are_a_permutation_of_16_byte_units(rows, cols, item, width):
+    """``swizzle_width`` picks W from the contiguous bytes (docs/tensor-cores.md's table: 128 for a
+    BLOCK_K of 64 fp16, 64 for 32, 32 for 16; none under 32 bytes or for rows not a multiple of 8);
+    ``nvmma_offset`` places every element of the tile once, inside the tile, keeps each 16-byte unit
+    whole and in order, and gives the eight rows of any 8-row, 16-byte block eight distinct bank
+    groups (oracle: the PTX ISA's swizzle written out below on the row-major byte offset)."""
+    assert mma.swizzle_width(cols * item, rows) == width
+    if not width:
+        return
+    offsets = np.array([[mma.nvmma_offset(r, c, rows, width, item) for c in range(cols)] for r in range(rows)])
+    assert sorted(offsets.reshape(-1)) == list(range(0, rows * cols * item, item))
+    per_unit = 16 // item
+    units = offsets.reshape(rows, cols // per_unit, per_unit)
+    assert (np.diff(units, axis=2) == item).all() and (units[:, :, 0] % 16 == 0).all()
+    for r0 in range(0, rows, 8):
+        for u in range(cols // per_unit):
+            assert len({(offsets[r, u * per_unit] // 16) % 8 for r in range(r0, r0 + 8)}) == 8
+    # the ISA's form: element (r, c) of column block c // E at linear byte L, unit bits XOR bits 7..
+    elements = width // item
+    for r, c in itertools.product(range(rows), range(cols)):
+        linear = (c // elements) * rows * width + r * width + (c % elements) * item
+        assert offsets[r, c] == linear ^ (((linear >> 7) % (width // 16)) << 4)

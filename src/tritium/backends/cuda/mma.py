@@ -16,10 +16,13 @@ and c2, c3 at row g + 8) repeated so:
     register bits 0, 1 -> (col, 1), (row, 8); lane bits -> (col, 2), (col, 4), (row, 1), (row, 2), (row, 4);
     warp bits -> the warp grid; further register bits -> the repeats along N, then M, then the batch.
 
-**Operands** go to shared memory in their input type (fp32 truncated to tf32), each row padded to
-an odd number of 16-byte units so that the eight rows one ``ldmatrix`` block reads fall in
-distinct banks: A as M x K; B as K x N (read with ``ldmatrix.trans``) for 16-bit inputs, as N x K
-for 32- and 8-bit ones. In rows contiguous along K every fragment register of these instructions
+**Operands** go to shared memory in their input type (fp32 truncated to tf32): A as M x K; B as
+K x N (read with ``ldmatrix.trans``) for 16-bit inputs, as N x K for 32- and 8-bit ones. A tile
+whose contiguous dimension is a multiple of 32 bytes (and the other of 8 rows) takes Hopper's
+swizzled layout (``nvmma_offset``: docs/tensor-cores.md, "Shared tiles"), which wgmma descriptors
+and TMA read too: 16-byte unit u of row r of a W-byte column block lands at unit u ^ (r's phase),
+so the eight rows one ``ldmatrix`` block reads fall in distinct banks; each tile starts on a
+1024-byte boundary. A smaller tile pads each row to an odd number of 16-byte units instead. In rows contiguous along K every fragment register of these instructions
 is one 32-bit word: for the thread with lane ``4 g + t``, word t of row g (or g + 8) of an 8-row,
 16-byte block, which is what ``ldmatrix`` without .trans hands each lane; one instruction's K is 32
 bytes of input. A's four registers are the blocks (rows 0-7, bytes 0-15), (rows 8-15, bytes 0-15),
@@ -100,6 +103,37 @@ def padded_row(nbytes: int) -> int:
     return nbytes if nbytes // 16 % 2 else nbytes + 16
 
 
+TILE_ALIGN = 1024  # a swizzled tile's start: its XOR pattern repeats every 8 x W <= 1024 bytes
+
+
+def swizzle_width(contiguous_bytes: int, rows: int) -> int:
+    """The swizzle W (128, 64 or 32 bytes) of a tile whose contiguous dimension holds
+    ``contiguous_bytes`` and whose other dimension ``rows``; 0 when it takes padded rows instead."""
+    if rows % 8:
+        return 0
+    for width in (128, 64, 32):
+        if contiguous_bytes % width == 0:
+            return width
+    return 0
+
+
+def nvmma_offset(row, col, rows: int, width: int, item: int):
+    """The byte offset of element (``row``, ``col``) (``col`` along the contiguous dimension) in a
+    swizzled tile of ``rows`` rows: column blocks of ``width`` bytes, each holding every row, with
+    16-byte unit u of a row at u ^ ((offset >> 7) & (width / 16 - 1)). Ints or Lowered values."""
+    # Written as a sum of a row part and a column part (the XOR only touches the unit bits, which
+    # the row part leaves zero): the rows of a warp's tiles further down share their lanes' phase,
+    # so their addresses differ from the first tile's by constants (immediate offsets in the code).
+    shift = L.log2(width // item)  # elements per column block: a power of two
+    within = (col & ((width // item) - 1)) * item  # the byte in the row of its column block
+    phase = (row >> L.log2(128 // width)) & (width // 16 - 1)  # bits 7.. of row * width
+    return (col >> shift) * (rows * width) + row * width + (((within >> 4) ^ phase) << 4) + (within & 15)
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
 DIM_UNIT = (1, 16, 8)  # one tile's extent along (batch, M, N)
 
 
@@ -138,6 +172,8 @@ class Plan:
     num_warps: int
     parts: int  # 2 for tf32x3 (high parts and remainders), else 1
     warp_bits: tuple
+    a_swizzle: int = 0  # W of A's swizzled tile (``swizzle_width``), 0: padded rows
+    b_swizzle: int = 0
 
     @property
     def item(self) -> int:
@@ -156,32 +192,50 @@ class Plan:
     def k_steps(self) -> int:
         return self.k // self.instruction.k
 
-    # shared memory
+    # shared memory: per part, A's batch of tiles, then B's (``a_base``, ``b_base``)
     @property
     def a_row(self) -> int:
         return padded_row(self.k * self.item)
 
     @property
+    def a_tile(self) -> int:
+        """The bytes of one A tile (of a batch), 1024-aligned when swizzled."""
+        if self.a_swizzle:
+            return _round_up(self.m * self.k * self.item, TILE_ALIGN)
+        return self.m * self.a_row
+
+    @property
     def a_bytes(self) -> int:
-        return self.batch * self.m * self.a_row
+        return self.batch * self.a_tile
+
+    @property
+    def b_rows(self) -> int:
+        """B's rows in shared memory: K (stored K x N) or N (stored N x K)."""
+        return self.k if self.instruction.trans_b else self.n
 
     @property
     def b_row(self) -> int:
         return padded_row((self.n if self.instruction.trans_b else self.k) * self.item)
 
     @property
+    def b_tile(self) -> int:
+        if self.b_swizzle:
+            return _round_up(self.n * self.k * self.item, TILE_ALIGN)
+        return self.b_rows * self.b_row
+
+    @property
     def b_bytes(self) -> int:
-        return self.batch * (self.k if self.instruction.trans_b else self.n) * self.b_row
+        return self.batch * self.b_tile
 
     def a_base(self, part: int = 0) -> int:
         return part * self.a_bytes
 
     def b_base(self, part: int = 0) -> int:
-        return self.parts * self.a_bytes + part * self.b_bytes
+        return _round_up(self.parts * self.a_bytes, TILE_ALIGN if self.b_swizzle else 16) + part * self.b_bytes
 
     @property
     def smem_bytes(self) -> int:
-        return self.parts * (self.a_bytes + self.b_bytes)
+        return self.b_base(self.parts)
 
     # the result
     @property
@@ -231,20 +285,26 @@ def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False) ->
     if m < 16 or n < 8 or k < instruction.k:
         return None
     bits = warp_grid(batch, m // 16, n // 8, num_warps)
-    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits)
+    b_contiguous, b_rows = (n, k) if instruction.trans_b else (k, n)
+    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits,
+                swizzle_width(k * instruction.item, m), swizzle_width(b_contiguous * instruction.item, b_rows))
 
 
 # index arithmetic, on ints (the model) or on Lowered values (the code) -----------------------------------
 def a_offset(plan: Plan, batch, row, col, part: int = 0):
     """The byte offset in shared memory of A[batch, row, col] (col along K)."""
+    if plan.a_swizzle:
+        return plan.a_base(part) + batch * plan.a_tile + nvmma_offset(row, col, plan.m, plan.a_swizzle, plan.item)
     return plan.a_base(part) + (batch * plan.m + row) * plan.a_row + col * plan.item
 
 
 def b_offset(plan: Plan, batch, row, col, part: int = 0):
     """The byte offset in shared memory of B[batch, row, col] (row along K)."""
-    if plan.instruction.trans_b:
-        return plan.b_base(part) + (batch * plan.k + row) * plan.b_row + col * plan.item
-    return plan.b_base(part) + (batch * plan.n + col) * plan.b_row + row * plan.item
+    stored_row, stored_col = (row, col) if plan.instruction.trans_b else (col, row)
+    if plan.b_swizzle:
+        return (plan.b_base(part) + batch * plan.b_tile
+                + nvmma_offset(stored_row, stored_col, plan.b_rows, plan.b_swizzle, plan.item))
+    return plan.b_base(part) + (batch * plan.b_rows + stored_row) * plan.b_row + stored_col * plan.item
 
 
 def warp_origin(plan: Plan, warp) -> list:
@@ -342,6 +402,13 @@ class Lowered:
         return self._binary(other, lambda b, x, y: b.or_(x, y))
 
     __ror__ = __or__
+
+    def __xor__(self, other):
+        if isinstance(other, int) and other == 0:
+            return self
+        return self._binary(other, lambda b, x, y: b.xor(x, y))
+
+    __rxor__ = __xor__
 
 
 def _ir(value) -> ir.Value:
