@@ -457,11 +457,13 @@ def test_ptxas_reports_the_registers_and_spills_of_the_tiled_matmul():
     assert (again.registers, again.spill_stores, again.spill_loads) == (report.registers, 0, 0)
 
 
-@pytest.mark.parametrize("block_m, block_n, block_k, num_warps", [(128, 256, 64, 8), (128, 128, 64, 8)])
-def test_tutorial_tiles_at_8_warps_do_not_spill(block_m, block_n, block_k, num_warps):
-    """Two of Triton's standard tutorial-03 configs, at sizes the blocks divide (``i32:16``): no
-    spills (ptxas ``-v``), and B read as 16-byte vectors (its N runs survive ``% N``, given
-    ``tl.assume(pid_n >= 0)``)."""
+@pytest.mark.parametrize("block_m, block_n, block_k, num_warps", [(128, 256, 64, 8), (128, 128, 64, 8),
+                                                                   (128, 128, 64, 4)])
+def test_tutorial_tiles_do_not_spill_and_copy_their_operands_asynchronously(block_m, block_n, block_k, num_warps):
+    """Triton's standard tutorial-03 configs, at sizes the blocks divide (``i32:16``): no spills
+    (ptxas ``-v``); A and B go from global memory straight into their swizzled shared tiles as 16-byte
+    ``cp.async`` copies (B's N runs survive ``% N`` given ``tl.assume(pid_n >= 0)``), one group per
+    operand, waited for once before the dot's ldmatrix; no global load goes through registers."""
     if nvptx.ptxas_path() is None:
         pytest.skip("no ptxas here")
     signature = dict(_TUTORIAL, M="i32:16", N="i32:16", K="i32:16")
@@ -470,7 +472,11 @@ def test_tutorial_tiles_at_8_warps_do_not_spill(block_m, block_n, block_k, num_w
     report = compiled.executable.ptxas_report
     assert report.spill_stores == report.spill_loads == 0, report.text
     ptx = body(compiled)
-    assert "ld.global.b16" not in ptx and ptx.count("ld.global.v4.b32") == block_k * (block_m + block_n) // (8 * 32 * num_warps)
+    copies = block_k * (block_m + block_n) // (8 * 32 * num_warps)  # 16 bytes = 8 fp16 each
+    assert ptx.count("cp.async.cg.shared.global") == copies and "ld.global" not in ptx
+    assert ptx.count("cp.async.commit_group") == 2 and ptx.count("cp.async.wait_all") == 1
+    layouts = compiled.asm["layouts"]
+    assert layouts.count("#cuda.nvmma<swizzle=128>") == 2  # the two loads' tiles (64 fp16 of K, and of N)
 
 
 def test_the_ptxas_report_is_read_from_its_text():

@@ -128,7 +128,7 @@ class CUDABackend(Backend):
 
         assign.clear_encodings(fn)  # an earlier lowering's (debug mode's variant lowers the IR again)
         ttir = str(fn)
-        assign.assign_layouts(fn, options.num_warps, int(target.arch))
+        assign.assign_layouts(fn, options.num_warps, int(target.arch), async_copies=not checks)
         generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
                                     capability=int(target.arch))
         module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "

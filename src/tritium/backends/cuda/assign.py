@@ -10,6 +10,10 @@ For each ``dot`` it places
   operand): the layout each has once lowered (a load its access layout, an elementwise value the
   layout of its first operand that has one). A value every reader recomputes in its own layout
   (index arithmetic, a splat of zeros) has no layout and gets no encoding;
+- a load that is the only source of an fp16/bf16 tensor-core operand and can be copied 16 bytes at
+  a time: the operand tile's shared encoding (``#cuda.nvmma<swizzle=W>``), so that it is lowered as
+  ``cp.async`` copies straight into the dot's tile (``async_copy.py``); debug mode's variant, whose
+  accesses are bounds-checked, keeps register loads;
 - the values a ``for`` carries for it (an accumulator the dot reads from the loop or yields to it):
   the carried layout (``Choices._carried_layouts``: the initial value's, else the yielding dot's,
   else the first access through the value), on the initial value, the body's argument, the loop's
@@ -28,6 +32,7 @@ from typing import Optional
 
 from ...compiler.analysis.axis_info import analyze_axis_info
 from ...compiler.ir import types as T
+from ...compiler.ir.encodings import SharedTile
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from . import layouts as L
 from . import mma
@@ -140,7 +145,12 @@ _UNKNOWN = object()
 
 
 class _Assigner(Choices):
-    def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules):
+    def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules, async_copies: bool = True):
+        self.async_copies = async_copies
+        self.uses: dict[int, int] = {}
+        for op in fn.walk():
+            for operand in op.operands:
+                self.uses[operand.id] = self.uses.get(operand.id, 0) + 1
         self.num_warps = num_warps
         self.capability = capability
         self.axis = analyze_axis_info(fn)
@@ -215,6 +225,32 @@ class _Assigner(Choices):
             load = self._feeding_load(operand)
             if load is not None:
                 self.place(load)
+        if self.async_copies:
+            for name in ("a", "b"):
+                tile = self._copied_tile(op, name)
+                if tile is not None:
+                    op.operand(name).encoding = tile
+
+    def _copied_tile(self, op: Operation, name: str) -> Optional[SharedTile]:
+        """The tile encoding of dot ``op``'s operand ``name`` when a load can copy it there with
+        ``cp.async`` (see the module's docstring), else None."""
+        from .async_copy import copy_run
+
+        value = op.operand(name)
+        load = value.owner
+        if load is None or load.opcode != "load" or self.uses.get(value.id) != 1 or load.attrs.get("volatile"):
+            return None
+        plan = self.dot_plan(op, self.layout_of(op.results[0]))
+        if plan is None or plan.batched or plan.parts != 1 or plan.instruction.kind not in ("fp16", "bf16"):
+            return None
+        width = plan.a_swizzle if name == "a" else plan.b_swizzle
+        other = load.operand("other")
+        if not width or (other is not None and not _is_zero(other)):
+            return None
+        pointer, mask = load.operand("pointer"), load.operand("mask")
+        if copy_run(self.access_layout(pointer, mask), _shape(pointer.type), plan.item) is None:
+            return None
+        return SharedTile(width)
 
     def place_carried(self, op: Operation, i: int) -> None:
         body = op.regions[0]
@@ -249,6 +285,17 @@ def _made_by_a_dot(v: Value, lane_rules) -> bool:
                                            for o in op.operands)
 
 
+def _is_zero(v: Value) -> bool:
+    """``v`` is a constant +0 (or a splat of one): what a copy that reads nothing fills in."""
+    op = v.owner
+    while op is not None and op.opcode == "splat":
+        op = op.operands[0].owner
+    if op is None or op.opcode != "constant":
+        return False
+    value = op.attrs.get("value")
+    return value == 0 and str(value)[0] != "-"
+
+
 def clear_encodings(fn: Function) -> None:
     """Drops every encoding of ``fn``'s values (an earlier lowering's, another backend's)."""
     for op in fn.walk():
@@ -259,14 +306,14 @@ def clear_encodings(fn: Function) -> None:
                 a.encoding = None
 
 
-def assign_layouts(fn: Function, num_warps: int, capability: int) -> None:
+def assign_layouts(fn: Function, num_warps: int, capability: int, async_copies: bool = True) -> None:
     """Writes the layouts of the values ``fn``'s dots touch on them (see the module's docstring),
     for ``num_warps`` warps on compute capability ``capability``; every other value is left
-    without an encoding."""
+    without an encoding. ``async_copies=False``: no load is lowered as ``cp.async``."""
     from .codegen import Codegen
 
     clear_encodings(fn)
-    assigner = _Assigner(fn, num_warps, capability, Codegen.rules, Codegen.lane_rules)
+    assigner = _Assigner(fn, num_warps, capability, Codegen.rules, Codegen.lane_rules, async_copies)
     for op in fn.walk():
         if op.opcode == "dot":
             assigner.place_dot(op)

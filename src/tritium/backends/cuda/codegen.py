@@ -25,8 +25,10 @@ from ...errors import CompilationError
 from ..llvm import scalar as lanes
 from ..llvm.lowering import Lowering, UnsupportedOp  # noqa: F401  (UnsupportedOp: raised by the rules)
 from ..llvm.types import I1, I8, I32, I64, PTR, VOID, register_type
+from . import async_copy
 from . import inline_asm as asm
 from . import layouts as L
+from . import mma
 from . import math as gpu_math
 from .assign import Choices
 from .control_flow import ControlFlow
@@ -80,7 +82,8 @@ class _Distributed(dict):
                                  "in a layout")
 
 
-class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging, Choices, Lowering):
+class Codegen(Registers, SharedMemory, Memory, async_copy.AsyncCopies, ControlFlow, CrossLane, Debugging, Choices,
+              Lowering):
     """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order.
     The layouts of the values a dot touches come from the layouts pass (``assign.py``, run first:
     ``assigned_layout``); the generator chooses the others as it lowers, by the same rules
@@ -105,9 +108,12 @@ class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging
         self.module.triple = "nvptx64-nvidia-cuda"
         self.axis = analyze_axis_info(fn)  # hints trusted, as Triton does (the interpreter reports false ones)
         self.scalars: dict[int, ir.Value] = {}
+        async_operands = async_copy.async_operands(fn)  # (before _Distributed clears the encodings)
         self.dist: dict[int, tuple] = _Distributed(fn)  # value id -> (Layout, registers)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
+        # the dots' operand tiles that loads fill with cp.async (async_copy.py), before the scratch memory
+        self.scratch_offset = self.tile_regions(async_operands)
         self._thread_index: dict = {}
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more
         # parameter: the error record (backends/reports.py) the launcher reads after the launch.
@@ -157,13 +163,14 @@ class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging
                 self.scalars[a.id] = raw
         self.smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), SMEM_SYMBOL, addrspace=SHARED)
         self.smem.linkage = "external"
-        self.smem.align = 16
+        self.smem.align = mma.TILE_ALIGN if self.scratch_offset else 16
         self.smem.type = SHARED_PTR  # opaque, as LLVM's IR has it: llvmlite would type it [0 x i8]*
         self.lower_region(fn.body)
         if not self.b.block.is_terminated:
             self.b.ret_void()
         self.entry.branch(body)
         self.dist.check_assigned()
+        self.smem_bytes += self.scratch_offset
         return self.module
 
     def assigned_layout(self, v: Value) -> Optional[L.Layout]:

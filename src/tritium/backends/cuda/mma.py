@@ -447,27 +447,36 @@ def lower_dot(cg, op, plan: Plan) -> None:
     acc_regs = [casts.cast(b, x, acc.type.scalar, work) if acc.type.scalar != work else x
                 for x in cg.regs(acc, layout_c)]
 
-    parts_a, layout_a = _operand_parts(cg, plan, a)
-    parts_b, layout_b = _operand_parts(cg, plan, bm)
-    cg.reserve(plan.smem_bytes)
+    # an operand a load copied into its tile (async_copy.py) is there once the copies have landed;
+    # the others are stored from registers, into the same region
+    copied = {name for name in ("a", "b") if op.operand(name).id in cg.async_tiles}
+    pointer = cg.operand_pointer(op)
+    stored = [(name, value, offset, columns) for name, value, offset, columns in
+              (("a", a, a_offset, True), ("b", bm, b_offset, plan.instruction.trans_b)) if name not in copied]
+    parts = [(_operand_parts(cg, plan, value), offset, columns) for _, value, offset, columns in stored]
+    if copied:
+        cg.wait_for_copies()
+    else:
+        cg.reserve(plan.smem_bytes)
     cg.barrier()
-    for part in range(plan.parts):
-        _store(cg, plan, layout_a, parts_a[part], a_offset, True, part)
-        _store(cg, plan, layout_b, parts_b[part], b_offset, plan.instruction.trans_b, part)
-    cg.barrier()
+    if parts:
+        for part in range(plan.parts):
+            for (values, layout), offset, columns in parts:
+                _store(cg, plan, layout, values[part], offset, columns, part, pointer)
+        cg.barrier()
 
     lane, warp = Lowered(cg.entry, cg.lane), Lowered(cg.entry, cg.warp)
     products = SPLIT_PRODUCTS if plan.parts == 2 else ((0, 0),)
 
     def step(kstep, accumulators):
-        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False)
+        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False, pointer)
                    for group in plan.a_groups() for part in range(plan.parts)}
         b_frags = {}
         for group in plan.b_groups():
             ib, jn, count = group
             for part in range(plan.parts):
                 words = _ldmatrix(cg, b_address(plan, lane, warp, group, kstep, part), 2 * count,
-                                  plan.instruction.trans_b)
+                                  plan.instruction.trans_b, pointer)
                 for j in range(count):
                     b_frags[((ib, jn + j), part)] = words[2 * j:2 * j + 2]
         following = list(accumulators)
@@ -487,6 +496,8 @@ def lower_dot(cg, op, plan: Plan) -> None:
     else:
         values = cg.loop(ir.Constant(I32, 0), ir.Constant(I32, plan.k_steps), 1, acc_regs,
                          lambda i, carried: step(Lowered(cg.b, i, late=True), carried))
+    if copied:  # the next copies into these tiles (the next iteration's) wait for every warp's reads
+        cg.barrier()
     out_type = result.type.scalar
     values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in values]
     cg.dist[result.id] = (layout_c, values)
@@ -516,7 +527,8 @@ def _contiguous_run(layout: L.Layout, dim: int, item: int) -> int:
     return run
 
 
-def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_contiguous: bool, part: int) -> None:
+def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_contiguous: bool, part: int,
+           pointer_at) -> None:
     """Each thread writes its registers of an operand where ``offset_of`` puts them (contiguous along
     the operand's last dimension, or along its rows), a run of registers consecutive in shared memory
     as one vector store (replicas write the same)."""
@@ -526,7 +538,7 @@ def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_co
     for start in range(0, layout.num_regs, run):
         index = [Lowered(b, i) for i in cg.element_index(layout, start)]
         batch, row, col = index if plan.batched else [0] + index
-        pointer = cg.smem_pointer(_ir(offset_of(plan, batch, row, col, part)))
+        pointer = pointer_at(_ir(offset_of(plan, batch, row, col, part)))
         group = values[start:start + run]
         if run == 1:
             b.store(group[0], pointer, align=plan.item)
@@ -537,11 +549,11 @@ def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_co
         b.store(vector, pointer, align=run * plan.item)
 
 
-def _ldmatrix(cg, address, count: int, trans: bool) -> list:
+def _ldmatrix(cg, address, count: int, trans: bool, pointer_at) -> list:
     """``ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16``: the thread's 32-bit words of
     ``count`` 8 x 16-byte blocks whose rows the lanes address."""
     name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.b16.p3"
-    call = cg.intrinsic(name, ir.LiteralStructType([I32] * count), [cg.smem_pointer(_ir(address))])
+    call = cg.intrinsic(name, ir.LiteralStructType([I32] * count), [pointer_at(_ir(address))])
     return [cg.b.extract_value(call, i) for i in range(count)]
 
 

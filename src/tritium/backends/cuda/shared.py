@@ -25,6 +25,10 @@ class SharedMemory:
         self.intrinsic("llvm.nvvm.barrier.cta.sync.all", VOID, [ir.Constant(I32, 0)])
 
     def smem_pointer(self, byte_offset: ir.Value) -> ir.Value:
+        """A byte of the scratch memory ops share, which follows the dots' operand tiles
+        (``async_copy.py``: ``scratch_offset`` bytes, usually none)."""
+        if self.scratch_offset:
+            byte_offset = self.b.add(byte_offset, ir.Constant(byte_offset.type, self.scratch_offset))
         return self.b.gep(self.smem, [byte_offset], source_etype=I8)
 
     def reserve(self, nbytes: int) -> None:
