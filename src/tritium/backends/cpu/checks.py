@@ -165,6 +165,69 @@ class Checks:
                 self.if_then(b.load(bad), lambda: self._report_bad_lane(pointer, mask, size, shape))
         return every
 
+    def _box_extents(self, mask: Value, shape) -> tuple:
+        """(i1: some lane is on, per dimension of ``shape`` the i64 ``[start, end)`` of its active lanes
+        or None for all of them) of the box ``mask``: along a bound's dimension its comparison holds on
+        a prefix (upper bounds) or a suffix (lower bounds) of the lanes, whose length is counted."""
+        b = self.b
+        some = ir.Constant(I1, 1)
+        extents: list = [None] * len(shape)
+        for bound in self._box(mask).bounds:
+            test_shape = _shape(bound.test.type)
+            if bound.dim is None:
+                some = b.and_(some, self.value_at(bound.test, tuple(ir.Constant(I64, 0) for _ in test_shape)))
+                continue
+            n = test_shape[bound.index_dim]
+            # index runs through consecutive values: index[j] = index[0] + j, so the comparison
+            # turns at lane bound - index[0] (+1 for <= and >), clamped to the block
+            kind = bound.index.type.scalar
+            zeros = tuple(ir.Constant(I64, 0) for _ in _shape(bound.index.type))
+            widen = b.sext if kind.is_int_signed() and not kind.is_bool() else b.zext
+            first = self.value_at(bound.index, zeros)
+            limit = self.value_at(bound.bound, tuple(ir.Constant(I64, 0) for _ in _shape(bound.bound.type)))
+            first, limit = (x if x.type == I64 else widen(x, I64) for x in (first, limit))
+            turn = b.sub(limit, first)
+            if bound.inclusive == (bound.side == "upper"):
+                turn = b.add(turn, ir.Constant(I64, 1))
+            turn = b.select(b.icmp_signed("<", turn, ir.Constant(I64, 0)), ir.Constant(I64, 0), turn)
+            turn = b.select(b.icmp_signed(">", turn, ir.Constant(I64, n)), ir.Constant(I64, n), turn)
+            if bound.side == "upper":
+                start, end = ir.Constant(I64, 0), turn
+            else:
+                start, end = turn, ir.Constant(I64, n)
+            if extents[bound.dim] is not None:
+                low, high = extents[bound.dim]
+                start = b.select(b.icmp_signed(">", start, low), start, low)
+                end = b.select(b.icmp_signed("<", end, high), end, high)
+            extents[bound.dim] = (start, end)
+        for start, end in (e for e in extents if e is not None):
+            some = b.and_(some, b.icmp_signed("<", start, end))
+        return some, extents
+
+    def _box_nest(self, pointer: Value, mask: Value, shape, run: int, body) -> None:
+        """``body(idx, address, False)`` for each lane of the active part of the box ``mask``, lanes
+        along the last dimension at consecutive addresses where a row is one contiguous run."""
+        b = self.b
+        some, extents = self._box_extents(mask, shape)
+
+        def ranged(d, prefix, base):
+            if d == len(shape):
+                address = (b.gep(base, [prefix[-1]], source_etype=self._element_type) if base is not None
+                           else self.value_at(pointer, prefix))
+                body(prefix, address, False)
+                return
+            start, end = extents[d] if extents[d] is not None else (ir.Constant(I64, 0), ir.Constant(I64, shape[d]))
+            if d == len(shape) - 1 and run == shape[-1] and shape[-1] > 1:
+                base = self.value_at(pointer, prefix + (ir.Constant(I64, 0),))  # the row: one run
+            self.counted_loop(b.sub(end, start), lambda i: ranged(d + 1, prefix + (b.add(start, i),), base))
+
+        def active_part():
+            unmasked, self.unmasked_reads = self.unmasked_reads, self.unmasked_reads or self._box_reads_unmasked
+            ranged(0, (), None)
+            self.unmasked_reads = unmasked
+
+        self.if_then(some, active_part, rare=False)
+
     def _box_is_full(self, mask: Value) -> Optional[ir.Value]:
         """i1: every lane of ``mask`` is on, computed from its ends when the mask is a box
         (``compiler/analysis/masks.py``): a comparison of an index that runs through consecutive
@@ -219,12 +282,18 @@ class Checks:
 
     def access_nest(self, pointer: Value, every, mask: Optional[Value], body) -> None:
         """Runs ``body(idx, address)`` for each active lane: versioned on ``every`` (all lanes active:
-        no mask), the contiguous runs of the pointer at consecutive addresses."""
+        no mask), the contiguous runs of the pointer at consecutive addresses. Where the mask is a box
+        (``compiler/analysis/masks.py``), a block that is not full runs the box's active part without
+        a test per lane (a row of 1000 under a block of 1024: every block of the launch)."""
         b = self.b
         shape = _shape(pointer.type)
         run = self._run_length(pointer)
 
         def emit(masked: bool):
+            if masked and self._box(mask) is not None and shape:
+                self._box_nest(pointer, mask, shape, run, body)
+                return
+
             def at_run(idx):
                 return self.value_at(pointer, idx) if run > 1 else None
 
@@ -252,7 +321,8 @@ class Checks:
         for block, masked in ((full, False), (partial, True)):
             b.position_at_end(block)
             saved = dict(self.memo)
-            with self.cold(masked and self._is_tail(mask)):
+            # (a box's active part is the common case where its blocks are never full: not cold)
+            with self.cold(masked and self._is_tail(mask) and (self._box(mask) is None or not shape)):
                 emit(masked)
             self.memo = saved
             b.branch(after)

@@ -58,6 +58,7 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Loweri
         self._loop_options: dict = {}
         self._boxes: dict = {}  # mask value id -> its MaskInfo when it is a box mask, else None
         self._everywhere: dict = {}  # value id -> the same in every program and loop iteration
+        self._box_reads_unmasked = False  # a store's loads under its own mask (Memory._store_fused)
         self.module = ir.Module(name=fn.name)
         if hardware_ldexp:
             math.use_hardware_ldexp(self.module)

@@ -224,8 +224,11 @@ class Memory:
         self.memo = dict(saved)
         b.branch(done)
         b.position_at_end(masked)
-        with self.cold(self._all_tails(masks)):
+        # in a box's active part, loads under the store's own mask read without a test per lane
+        self._box_reads_unmasked = all(m is None or m is mask for m in masks)
+        with self.cold(self._all_tails(masks) and (mask is None or self._box(mask) is None)):
             self.access_nest(pointer, every, mask, write)
+        self._box_reads_unmasked = False
         self.memo = dict(saved)
         b.branch(done)
         # staged (the store may overwrite what a load reads): the loads into buffers, then the store

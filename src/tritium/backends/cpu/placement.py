@@ -29,6 +29,13 @@ from .debug_checks import checked_code
 LAZY, BUFFER, IN_STORE, READ_IN_STORE = (Placement(w) for w in ("lazy", "buffer", "in_store", "read_in_store"))
 
 
+def _numel(ty) -> int:
+    count = 1
+    for n in ty.shape:
+        count *= n
+    return count
+
+
 def count_uses(fn: Function) -> dict[int, int]:
     """Value id -> how often it is read, a read inside a loop or branch (deeper than the value's
     definition) counting twice."""
@@ -93,7 +100,11 @@ class _Planner:
             if op.opcode == "store" and isinstance(op.operands[0].type, T.block_type):
                 reached = self._lane_chain(op.operand("value"))
                 self.in_store |= reached
-                self.read_in_store |= {load.results[0].id for load in pending if load.results[0].id in reached}
+                # a load broadcast into the stored block (a bias row under a tile) is read once into a
+                # buffer, not again for every lane of the store that uses it
+                lanes_stored = _numel(op.operands[0].type)
+                self.read_in_store |= {load.results[0].id for load in pending if load.results[0].id in reached
+                                       and _numel(load.results[0].type) == lanes_stored}
                 pending = []
                 continue
             if has_effects(op):
