@@ -81,6 +81,14 @@ def quick_compile() -> bool:
     return knobs.environ_get("TRITIUM_QUICK_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def interpreter_first() -> bool:
+    """TRITIUM_INTERPRETER_FIRST=0: the compiled CPU backend, when it is the default, compiles a
+    kernel before its first launch. By default a kernel compiled for the first time runs its first
+    launch on the interpreter when that launch has little work (a test suite's usual launch), and is
+    compiled at its next one; see docs/cpu-backend.md, "Tiers"."""
+    return knobs.environ_get("TRITIUM_INTERPRETER_FIRST", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def share_openmp() -> bool:
     """TRITIUM_SHARE_OPENMP=0: the compiled CPU backend runs a launch's programs on worker threads of
     its own even when torch is imported with its GNU OpenMP runtime. By default it then runs them on

@@ -95,6 +95,22 @@ class NotLoweredError(CompilationError):
     (not by TRITIUM_BACKEND), the kernel runs on the interpreter instead, with a note."""
 
 
+_noted_fallbacks: set = set()
+
+
+def note_interpreter_fallback(kernel: str, backend: str, error: NotLoweredError) -> None:
+    """Once per kernel and op: a warning that the kernel runs on the interpreter, because ``backend``
+    (chosen by default) cannot lower ``error``'s op."""
+    import warnings
+
+    key = (kernel, backend, error.error)
+    if key in _noted_fallbacks:
+        return
+    _noted_fallbacks.add(key)
+    warnings.warn(f"{error}\nnote: kernel '{kernel}' runs on the interpreter instead (TRITIUM_BACKEND={backend} "
+                  "makes this an error)", RuntimeWarning, stacklevel=3)
+
+
 class CompileTimeAssertionFailure(CompilationError):
     """A ``tl.static_assert`` is false for these constexprs (the autotuner skips such configs)."""
 

@@ -6,7 +6,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 from .. import config, knobs
-from ..errors import NotLoweredError, TritonError, internal_error
+from ..errors import NotLoweredError, TritonError, internal_error, note_interpreter_fallback
 from ..backends import registry
 from ..backends.base import Backend, BaseBackend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
@@ -35,21 +35,6 @@ def _executable(backend: Backend, fn, options: Options, target: GPUTarget):
 
     executable.when_optimized(store)  # code that is replaced later is stored then
     return executable
-
-
-_noted: set = set()
-
-
-def _note_interpreter_fallback(kernel: str, backend: str, error: NotLoweredError) -> None:
-    """Once per kernel and op: the kernel runs on the interpreter, because ``backend`` cannot lower it."""
-    import warnings
-
-    key = (kernel, backend, error.error)
-    if key in _noted:
-        return
-    _noted.add(key)
-    warnings.warn(f"{error}\nnote: kernel '{kernel}' runs on the interpreter instead (TRITIUM_BACKEND={backend} "
-                  "makes this an error)", RuntimeWarning, stacklevel=2)
 
 
 def _dump_stages(name: str, asm: Mapping) -> None:
@@ -91,7 +76,7 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     except NotLoweredError as error:
         if not _chosen_by_default(backend):
             raise  # asked for by name, or for memory the interpreter cannot reach: its refusal stands
-        _note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
+        note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
         return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     target = target if target is not None else backend.default_target()
     kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,

@@ -557,6 +557,7 @@ def test_an_op_the_cpu_backend_cannot_lower_runs_on_the_interpreter_with_a_note(
 
     monkeypatch.setitem(codegen.Codegen.rules, "histogram", refuse)
     monkeypatch.delenv("TRITIUM_BACKEND", raising=False)
+    monkeypatch.setenv("TRITIUM_INTERPRETER_FIRST", "0")  # compiled at once (tier 0: test_interpreter_tier.py)
     x = (np.arange(64) % 8).astype(np.int32)
     out = np.zeros(8, np.int32)
     registry.register("cpu", "tritium.backends.cpu:CPUBackend", first=True)  # the default backend here

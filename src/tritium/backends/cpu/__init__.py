@@ -82,6 +82,13 @@ class CPUBackend(Backend):
         return Options(**{**super().parse_options(options).as_dict(), "debug": None})
 
     def compile(self, fn: Function, options: Options, target: GPUTarget):
+        from . import interpreter_tier
+
+        if interpreter_tier.starts_on_interpreter(fn):  # tier 0: compiled when first needed
+            return interpreter_tier.StartsOnInterpreter(fn, lambda: self._compile(fn, target))
+        return self._compile(fn, target)
+
+    def _compile(self, fn: Function, target: GPUTarget):
         from ..llvm import host
 
         triple, _, _ = host.host_cpu()
