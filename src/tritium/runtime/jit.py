@@ -19,6 +19,7 @@ from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import MockTensor, specialize, tensor_view  # noqa: F401  (MockTensor: Triton's name here)
 from .binder import make_binder
+from .reinterpret import TensorWrapper, reinterpret  # noqa: F401  (Triton's names here)
 from .launch import (
     LAUNCH_OPTIONS, at_launch_site, backend_for, direct_launcher, launch, launch_directly, normalize_grid,
     parse_options, without_internal_frames,
