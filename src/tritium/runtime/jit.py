@@ -240,7 +240,7 @@ class JITFunction(KernelInterface, JITCallable):
             try:
                 found = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
             except LaunchError as error:
-                raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
+                raise type(error)(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
             key.append(found.key)
             specs[p.name] = found.spec
             if isinstance(found.spec, tuple_type):  # its elements' attributes, by parameter-name suffix

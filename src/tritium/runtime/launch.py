@@ -18,7 +18,7 @@ from .. import config, knobs
 from ..backends import registry
 from ..backends.base import Backend, KernelArgument, Options
 from ..compiler.ir import types as T
-from ..errors import LaunchError, TritonError, show_cause_once
+from ..errors import LaunchError, PointerArgumentError, TritonError, show_cause_once
 from ..language.core import constexpr
 from .arguments import expand_composites, tensor_view
 
@@ -302,8 +302,8 @@ def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArg
         if isinstance(ty, T.pointer_type):
             view = tensor_view(value)
             if view is None:
-                raise LaunchError(f"argument '{name}' of {kernel.name} was compiled as a pointer ({ty}), "
-                                  f"but a {type(value).__name__} was passed")
+                raise PointerArgumentError(f"argument '{name}' of {kernel.name} was compiled as a pointer ({ty}), "
+                                           f"but a {type(value).__name__} was passed; pass a tensor")
             if view.device not in devices:
                 raise LaunchError(f"argument '{name}' of {kernel.name} is on device '{view.device}', but the "
                                   f"{kernel.backend} backend it was compiled for runs on {', '.join(sorted(devices))} "
