@@ -180,7 +180,7 @@ def _check_dot_sizes(fn: Function) -> None:
     """A ``tl.dot`` whose K is below what the tensor-core tiles take is a compile error at its line,
     in Triton's words (the host backends take any K)."""
     from ...compiler.ir import types as T
-    from ...compiler.semantics_cross_lane import CUDA_MIN_DOT_K, dot_k_problem
+    from ...compiler.ir.dot_sizes import CUDA_MIN_DOT_K, dot_k_problem
     from ...errors import CompilationError
 
     for op in fn.walk():
