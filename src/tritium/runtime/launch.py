@@ -338,9 +338,9 @@ def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], value
     """Launches through ``direct`` (a ``direct_launcher``) when nothing asks for ``launch``'s extras
     (``@jit(debug=True)``, launch hooks); False when it did not launch (those, or a grid it leaves
     to ``launch``)."""
-    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
-    if hooks.get("launch_enter_hook") is not None or hooks.get("launch_exit_hook") is not None \
-            or getattr(kernel.fn, "debug", None):
+    runtime = knobs.runtime
+    if knobs.active_hook(runtime, "launch_enter_hook") is not None \
+            or knobs.active_hook(runtime, "launch_exit_hook") is not None or getattr(kernel.fn, "debug", None):
         return False
     try:
         return direct(grid3, values)
@@ -375,12 +375,11 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
         return
-    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
-    enter, leave = hooks.get("launch_enter_hook"), hooks.get("launch_exit_hook")
+    enter, leave = knobs.active_hook(knobs.runtime, "launch_enter_hook"), \
+        knobs.active_hook(knobs.runtime, "launch_exit_hook")
     metadata = None
     if enter is not None or leave is not None:
-        metadata = {"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream or 0,
-                    "grid": grid3, "backend": kernel.backend}
+        metadata = knobs.LaunchMetadata.of(kernel, grid3, stream or 0, values)
         if enter is not None:
             enter(metadata)
     try:
