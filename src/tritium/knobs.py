@@ -476,6 +476,18 @@ class proton_knobs(base_knobs):
     enable_nvtx = env_bool("TRITON_ENABLE_NVTX", True)
 
 
+_ENTER_CHAIN = runtime_knobs.launch_enter_hook.chain
+_EXIT_CHAIN = runtime_knobs.launch_exit_hook.chain
+
+
+def launch_hooked(group) -> bool:
+    """Whether a launch would call a launch hook of ``group`` (``knobs.runtime``): the launch fast
+    path's test, a few dictionary reads when nothing is assigned."""
+    if not group.__dict__:
+        return bool(_ENTER_CHAIN.calls or _EXIT_CHAIN.calls)
+    return active_hook(group, "launch_enter_hook") is not None or active_hook(group, "launch_exit_hook") is not None
+
+
 build = build_knobs()
 cache = cache_knobs()
 compilation = compilation_knobs()

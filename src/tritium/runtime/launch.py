@@ -338,9 +338,7 @@ def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], value
     """Launches through ``direct`` (a ``direct_launcher``) when nothing asks for ``launch``'s extras
     (``@jit(debug=True)``, launch hooks); False when it did not launch (those, or a grid it leaves
     to ``launch``)."""
-    runtime = knobs.runtime
-    if knobs.active_hook(runtime, "launch_enter_hook") is not None \
-            or knobs.active_hook(runtime, "launch_exit_hook") is not None or getattr(kernel.fn, "debug", None):
+    if knobs.launch_hooked(knobs.runtime) or getattr(kernel.fn, "debug", None):
         return False
     try:
         return direct(grid3, values)
