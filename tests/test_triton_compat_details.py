@@ -90,6 +90,10 @@ def test_reinterpret_passes_bytes_as_another_dtype():
     out = torch.empty(8)
     fp8_to_fp32[(1,)](triton.reinterpret(raw, tl.float8e4nv), out, BLOCK=8)
     np.testing.assert_array_equal(out.numpy(), values.astype(np.float32))
-    assert triton.reinterpret(raw, tl.uint8) is raw
+    same = triton.reinterpret(raw, tl.uint8)  # Triton wraps the tensor even in its own dtype
+    assert isinstance(same, triton.TensorWrapper) and same.base is raw and same.dtype == tl.uint8
+    wrapped = triton.reinterpret(raw, tl.float8e5)
+    assert triton.reinterpret(wrapped, tl.uint8) is raw  # a wrapper in its base's dtype: the base
+    assert triton.reinterpret(wrapped, tl.int8).base is raw
     with pytest.raises(ValueError, match="widths differ"):
         triton.reinterpret(raw, tl.float16)

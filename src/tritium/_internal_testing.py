@@ -168,19 +168,29 @@ def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
 
 
 def to_triton(x: np.ndarray, device="cpu", dst_type=None):
-    """A torch tensor on ``device`` holding ``x``, converted to ``dst_type`` when given."""
+    """A tensor on ``device`` holding ``x`` for a kernel, as Triton's helper gives it: unsigned arrays
+    and Triton's float8 names (``float8e4b15``, ``float8e4nv``, ``float8e5``) as a ``TensorWrapper``
+    (``triton.reinterpret``) over a signed tensor of the same bytes; torch's float8 names as torch
+    float8 tensors; other arrays as torch tensors, converted to ``dst_type`` when given."""
     import torch
+
+    from . import language as tl
+    from .runtime.reinterpret import reinterpret
     t = x.dtype.name
+    if t in uint_dtypes:
+        signed = x.astype(getattr(np, t[1:]))
+        return reinterpret(torch.tensor(signed, device=device), getattr(tl, t))
     if dst_type is None:
         dst_type = t
+    if dst_type.startswith("float8") and "_" not in dst_type:  # Triton's names: the codes, reinterpreted
+        return reinterpret(torch.tensor(x, device=device), getattr(tl, dst_type))
     if dst_type == "bfloat16":
         if t == "float32":
             bits = (x.view("uint32") >> 16).astype("uint16").view("int16")
             return torch.from_numpy(np.ascontiguousarray(bits)).view(torch.bfloat16).to(device)
         return torch.tensor(x, device=device).to(torch.bfloat16)
-    if dst_type in ("float8_e4m3fn", "float8_e5m2", "float8e4nv", "float8e5"):
-        target = {"float8e4nv": "float8_e4m3fn", "float8e5": "float8_e5m2"}.get(dst_type, dst_type)
-        return torch.from_numpy(np.ascontiguousarray(x)).to(device).view(getattr(torch, target))
+    if dst_type in torch_float8_dtypes:
+        return torch.from_numpy(np.ascontiguousarray(x)).to(device).view(getattr(torch, dst_type))
     if dst_type != t and dst_type in dtypes:
         x = x.astype(getattr(np, dst_type), order="K")
     if any(s < 0 for s in x.strides) or not x.flags.aligned:
@@ -190,8 +200,15 @@ def to_triton(x: np.ndarray, device="cpu", dst_type=None):
 
 
 def to_numpy(x):
-    """A numpy array holding the values of a torch tensor (bfloat16 widened to float32)."""
+    """A numpy array holding the values of a tensor: a ``TensorWrapper``'s bytes in its dtype (the
+    codes, for float8 types numpy lacks), bfloat16 widened to float32."""
     import torch
+
+    from .runtime.reinterpret import TensorWrapper
+    if isinstance(x, TensorWrapper):
+        raw = x.base.cpu().numpy()
+        name = torch_dtype_name(x.dtype)
+        return raw.view(getattr(np, name)) if hasattr(np, name) else raw
     if isinstance(x, torch.Tensor):
         if x.dtype == torch.bfloat16:
             return x.cpu().float().numpy()

@@ -189,7 +189,8 @@ def autotune_progress() -> bool:
 
 def strict() -> bool:
     """TRITIUM_STRICT=1: refuse what compiled Triton refuses (``break``/``continue``, ``return``
-    inside loops, a loop-carried variable whose type changes), so kernels written against tritium
+    inside loops, a loop-carried variable whose type changes, a ``tl.dot`` with a K below compiled
+    Triton's minimum), so kernels written against tritium
     also compile under Triton. Off by default: these are tritium's extensions (docs/language.md)."""
     return knobs.environ_get("TRITIUM_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 

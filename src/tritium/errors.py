@@ -145,6 +145,19 @@ class LaunchError(TritonError, TypeError):
     """A kernel was called the wrong way, or with arguments it cannot take."""
 
 
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An integer argument that fits in no 64-bit type (Triton raises OverflowError)."""
+
+
+class LaunchOptionError(LaunchError, AssertionError):
+    """A ``num_warps`` that is not a power of 2 (Triton's options assert it)."""
+
+
+class PointerArgumentError(LaunchError, ValueError):
+    """A value that is not a tensor passed where the kernel was compiled for a pointer (Triton's
+    launcher raises ValueError for a pointer it cannot use)."""
+
+
 class ValidationError(TritonError, AssertionError):
     """``TRITIUM_VALIDATE``: a backend's launch wrote other results than the interpreter's."""
 

@@ -12,8 +12,10 @@ on-disk caches in place of ``TRITIUM_CACHE_DIR`` (see ``config.cache_dir`` for t
 serving the data's device); ``runtime.debug`` (``TRITIUM_DEBUG``, else Triton's ``TRITON_DEBUG``)
 turns on debug mode; ``compilation.dump`` (``TRITIUM_DUMP``) lists the stages printed while
 compiling; ``compilation.always_compile`` (``TRITON_ALWAYS_COMPILE``) ignores compiled kernels
-stored on disk; ``runtime.launch_enter_hook`` / ``launch_exit_hook``, when assigned, are called around every
-launch with its metadata; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
+stored on disk; ``runtime.launch_enter_hook`` / ``launch_exit_hook`` (chains of hooks, ``.add``/``.remove``, or a
+function assigned) are called around every launch with its metadata, ``kernel_load_start_hook`` /
+``kernel_load_end_hook`` around every compilation, ``jit_cache_hook`` / ``jit_post_compile_hook`` on
+every kernel-cache miss; ``language.fp32_default`` (``TRITON_F32_DEFAULT``) is the precision of fp32
 ``tl.dot`` calls that name none, read when a kernel is compiled (a new value compiles the kernel
 again); ``runtime.interpret`` is True (tritium runs kernels on the host without a GPU). The other knobs
 (``build``, ``nvidia``, ``amd``, ``proton`` among them) are kept and returned, for code that reads
@@ -196,6 +198,101 @@ class _hook(env_base):
         super().__init__(None, None)
 
 
+class HookChain:
+    """Hooks of one kind, called in the order they were added (``reversed``: the opposite order, as
+    Triton calls its exit hooks, so that nested hooks unwind). ``add`` ignores a hook already there."""
+
+    def __init__(self, reversed: bool = False):
+        self.calls: list = []
+        self.reversed = reversed
+
+    def add(self, func) -> None:
+        if func not in self.calls:
+            self.calls.append(func)
+
+    def remove(self, func) -> None:
+        if func in self.calls:
+            self.calls.remove(func)
+
+    def __call__(self, *args, **kwargs) -> None:
+        for call in (self.calls[::-1] if self.reversed else list(self.calls)):
+            call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"HookChain({self.calls!r}, reversed={self.reversed})"
+
+
+class _hook_chain(env_base):
+    """A knob holding a ``HookChain`` (``knobs.runtime.launch_enter_hook.add(f)``), one per knob and
+    shared by copies of the group, as in Triton. Assigning a function (or None) in its place is
+    accepted, as Triton accepts it: that function is then the only hook until the assignment is
+    forgotten (``reset()``, ``del``, the end of a ``scope()``)."""
+
+    def __init__(self, reversed: bool = False):
+        super().__init__(None, None)
+        self.chain = HookChain(reversed)
+
+    def get(self, group=None):
+        return self.chain
+
+
+def active_hook(group, name: str):
+    """What ``group.<name>`` would call, or None when it would call nothing (an empty chain, None):
+    the launch path asks this before building the hooks' metadata."""
+    value = group.__dict__.get(name, _NOT_ASSIGNED)
+    if value is _NOT_ASSIGNED:
+        value = getattr(type(group), name).chain
+    if value is None or (type(value) is HookChain and not value.calls):
+        return None
+    return value
+
+
+_NOT_ASSIGNED = object()
+
+
+class LaunchMetadata(dict):
+    """What launch hooks receive: the launch's ``name``, ``function``, ``stream``, ``grid`` and
+    ``backend``. As Triton's ``LazyDict``, ``.get()`` without a key returns them as a dict with what
+    the kernel's ``@jit(launch_metadata=f)`` function adds (``f(grid, kernel_metadata, args)``,
+    called once, on first use); indexing it reads the same values."""
+
+    def __init__(self, data, extra=None):
+        super().__init__(data)
+        self._extra = extra  # (function, its arguments), or None
+
+    @classmethod
+    def of(cls, kernel, grid, stream, values: dict) -> LaunchMetadata:
+        """A compiled kernel's launch on ``grid`` with arguments ``values`` (parameter name -> value):
+        the kernel's @jit ``launch_metadata`` function is called as Triton calls it,
+        ``launch_metadata(grid, kernel.metadata, {parameter name: value})``."""
+        metadata = cls({"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream,
+                        "grid": tuple(grid), "backend": kernel.backend})
+        extra = getattr(kernel.fn, "launch_metadata", None)
+        if extra is not None:
+            metadata.add(extra, (tuple(grid), kernel.metadata, dict(values)))
+        return metadata
+
+    def _resolve(self) -> None:
+        if self._extra is not None:
+            function, args = self._extra
+            self._extra = None
+            self.update(function(*args) or {})
+
+    def add(self, function, args) -> None:
+        self._resolve()
+        self._extra = (function, args)
+
+    def get(self, *key_and_default):
+        self._resolve()
+        if not key_and_default:
+            return dict(self)
+        return super().get(*key_and_default)
+
+    def __getitem__(self, key):
+        self._resolve()
+        return super().__getitem__(key)
+
+
 class NvidiaTool:
     """A CUDA tool's path, as ``knobs.nvidia.ptxas`` and its kin give it."""
 
@@ -331,10 +428,18 @@ class runtime_knobs(base_knobs):
     debug = env_bool("TRITON_DEBUG", also=("TRITIUM_DEBUG",))
     backend = env_str("TRITIUM_BACKEND", "")  # tritium's: a backend name (config.backend_name)
     override_arch = env_opt_str("TRITON_OVERRIDE_ARCH")
-    # called with the launch's metadata ({"name", "function", "stream", "grid", "backend"}) before and after
-    # every launch, as Triton calls them (profilers such as proton assign them)
-    launch_enter_hook = _hook()
-    launch_exit_hook = _hook()
+    # called with the launch's metadata (a LaunchMetadata) before and after every launch, as Triton calls
+    # them: hooks are added to the chains (profilers such as proton add theirs), or a function assigned
+    launch_enter_hook = _hook_chain()
+    launch_exit_hook = _hook_chain(reversed=True)
+    # called with (module, function, name, metadata_group, hash) when a kernel is compiled or loaded
+    # from the disk cache, before (module and function None) and after
+    kernel_load_start_hook = _hook_chain()
+    kernel_load_end_hook = _hook_chain(reversed=True)
+    # called with key=, repr=, fn=, compile=, is_manual_warmup=, already_compiled= on a kernel-cache
+    # miss, before compiling (a true result skips the compilation and the launch) and after
+    jit_cache_hook = _hook()
+    jit_post_compile_hook = _hook()
 
 
 class language_knobs(base_knobs):
@@ -369,6 +474,18 @@ class amd_knobs(base_knobs):
 class proton_knobs(base_knobs):
     cupti_lib_dir = env_opt_str("TRITON_CUPTI_LIB_PATH")
     enable_nvtx = env_bool("TRITON_ENABLE_NVTX", True)
+
+
+_ENTER_CHAIN = runtime_knobs.launch_enter_hook.chain
+_EXIT_CHAIN = runtime_knobs.launch_exit_hook.chain
+
+
+def launch_hooked(group) -> bool:
+    """Whether a launch would call a launch hook of ``group`` (``knobs.runtime``): the launch fast
+    path's test, a few dictionary reads when nothing is assigned."""
+    if not group.__dict__:
+        return bool(_ENTER_CHAIN.calls or _EXIT_CHAIN.calls)
+    return active_hook(group, "launch_enter_hook") is not None or active_hook(group, "launch_exit_hook") is not None
 
 
 build = build_knobs()

@@ -620,13 +620,28 @@ def _small_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: 
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
 
 
-@pytest.mark.parametrize("m,n,k", [(16, 16, 4), (1, 8, 4)])
-def test_dot_with_too_short_k_is_a_compilation_error(m, n, k):
-    # fp32 inputs need K >= 8, as compiled Triton for NVIDIA requires
-    a, b, c = torch.zeros(m, k), torch.zeros(k, n), torch.zeros(m, n)
-    with pytest.raises(triton.CompilationError, match="K >= 8") as info:
-        _small_dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
-    assert "tl.dot" in str(info.value)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.int8])
+@pytest.mark.parametrize("m,n,k", [(64, 64, 4), (16, 8, 1), (2, 16, 2)])
+def test_dot_with_small_k_matches_numpy_on_the_host_backends(backend, dtype, m, n, k):
+    """Triton's interpreter takes any K (test_core's small-M/N cases include K=4); so do the host
+    backends. Small integers: every product and sum is exact, whatever the precision."""
+    rng = np.random.default_rng(k)
+    a_np, b_np = rng.integers(-4, 5, (m, k)), rng.integers(-4, 5, (k, n))
+    a, b = torch.from_numpy(a_np).to(dtype), torch.from_numpy(b_np).to(dtype)
+    c = torch.zeros(m, n, dtype=torch.int32 if dtype == torch.int8 else torch.float32)
+    _small_dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
+    np.testing.assert_array_equal(c.numpy().astype(np.float64), a_np.astype(np.float64) @ b_np)
+
+
+@pytest.mark.parametrize("dtype,k,minimum", [(torch.float16, 8, 16), (torch.float32, 8, 16), (torch.int8, 16, 32)])
+def test_dot_with_short_k_is_tritons_compile_error_in_strict_mode(backend, monkeypatch, dtype, k, minimum):
+    monkeypatch.setenv("TRITIUM_STRICT", "1")
+    a, b, c = torch.zeros(16, k, dtype=dtype), torch.zeros(k, 16, dtype=dtype), torch.zeros(16, 16)
+    with pytest.raises(triton.CompilationError, match=f"Input shapes should have M >= 1, N >= 1 and K >= {minimum}") \
+            as info:
+        _small_dot_kernel[(1,)](a, b, c, M=16, N=16, K=k)
+    assert "tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))" in str(info.value)
+    assert "^" in str(info.value)
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 16, 8), (8, 4, 16), (2, 2, 8)])

@@ -214,3 +214,36 @@ def test_descriptor_or_pointer_arguments(host_x, host_y):
     add_one[(3,)](TensorDescriptor.from_tensor(x, [8, 16]) if host_x else x,
                   TensorDescriptor.from_tensor(y, [8, 16]) if host_y else y, 20, N=16, BM=8)
     assert torch.equal(y, x + 1)
+
+
+@triton.jit
+def _store_fp32_tiles(x_ptr, y_ptr, n, BLOCK: tl.constexpr, OUT: tl.constexpr):
+    pid = tl.program_id(0)
+    dst = tl.make_tensor_descriptor(y_ptr, [n], [1], [BLOCK])
+    x = tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK), mask=pid * BLOCK + tl.arange(0, BLOCK) < n)
+    tl.static_assert(x.dtype == tl.float32 and dst.dtype == OUT)
+    dst.store([pid * BLOCK], x * 1.0)  # fp32 into the descriptor's dtype: converted, as Triton does
+
+
+@pytest.mark.parametrize("dtype,element", [(torch.bfloat16, tl.bfloat16), (torch.float16, tl.float16)])
+def test_descriptor_store_converts_the_value_to_the_descriptors_dtype(dtype, element):
+    """Triton casts a stored value to the descriptor's dtype (round to nearest even): the oracle is
+    torch's conversion of the same fp32 values, halfway cases included."""
+    x = _randn(200, seed=5) * 100
+    bits = x.view(torch.int32)
+    x[::4] = (bits[::4] & ~0xFFFF | 0x8000).view(torch.float32)  # exact bf16 ties
+    y = torch.full((200,), -1.0, dtype=dtype)
+    _store_fp32_tiles[(triton.cdiv(200, 64),)](x, y, 200, BLOCK=64, OUT=element)
+    assert torch.equal(y.view(torch.int16), x.to(dtype).view(torch.int16))
+
+
+@triton.jit
+def _store_fp32_through_host_descriptor(y_desc, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    y_desc.store([pid * BLOCK, 0], tl.full((BLOCK, 8), 1.0, tl.float32) / 3.0)
+
+
+def test_host_descriptor_store_converts_fp32_to_bf16():
+    y = torch.zeros(16, 8, dtype=torch.bfloat16)
+    _store_fp32_through_host_descriptor[(2,)](TensorDescriptor.from_tensor(y, [8, 8]), BLOCK=8)
+    assert torch.equal(y, torch.full((16, 8), 1.0 / 3.0, dtype=torch.float32).to(torch.bfloat16))

@@ -187,3 +187,79 @@ def test_device_print_shows_values_not_codes(backend, capfd):
     _printed[(1,)](triton.reinterpret(torch.tensor([0x70, 0xF8], dtype=torch.uint8), tl.float8e4b15))
     out = capfd.readouterr().out
     assert "v 0.500000" in out and "v -1.000000" in out
+
+
+def _value_by_definition(code: int) -> float:
+    """An fp8e4b15 code's value from the format alone: 1 sign, 4 exponent and 3 mantissa bits,
+    exponent bias 15, subnormals at exponent 0, and no infinity or NaN (every code a number)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    exponent, mantissa = (code >> 3) & 0xF, code & 0x7
+    if exponent == 0:
+        return sign * 2.0 ** (1 - 15) * (mantissa / 8)
+    return sign * 2.0 ** (exponent - 15) * (1 + mantissa / 8)
+
+
+def test_every_code_decodes_to_the_value_the_format_defines(backend):
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    f32, f16, i32 = torch.empty(256), torch.empty(256, dtype=torch.float16), torch.empty(256, dtype=torch.int32)
+    _decode[(1,)](triton.reinterpret(codes, tl.float8e4b15), f32, f16, i32, N=256)
+    expected = np.array([_value_by_definition(c) for c in range(256)])
+    assert np.array_equal(f32.numpy().astype(np.float64), expected)
+    assert np.array_equal(np.signbit(f32.numpy()), np.arange(256) >= 128)  # 0x80 is -0.0
+    assert np.array_equal(f16.numpy().astype(np.float64), expected)  # every value is an fp16 value
+
+
+def test_dot_of_exactly_representable_fp8e4b15_values_equals_numpy_fp64(backend):
+    """Codes with exponents 11..15 (magnitudes 1/16..1.875, 4 significant bits): every product and
+    every partial sum of 32 of them fits fp32's 24 bits, so the dot must equal the fp64 product."""
+    rs = np.random.RandomState(3)
+    def codes():
+        return (rs.randint(0, 2, (32, 32)) << 7 | rs.randint(11, 16, (32, 32)) << 3 | rs.randint(0, 8, (32, 32)))
+    a, b = codes().astype(np.uint8), codes().astype(np.uint8)
+    c = torch.empty((32, 32))
+    _dot[(1,)](triton.reinterpret(torch.from_numpy(a), tl.float8e4b15),
+               triton.reinterpret(torch.from_numpy(b), tl.float8e4b15), c, N=32)
+    values = np.array([_value_by_definition(v) for v in range(256)])
+    assert np.array_equal(c.numpy().astype(np.float64), values[a] @ values[b])
+
+
+@triton.jit
+def _abs(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.abs(tl.load(x_ptr + i)))
+
+
+def test_abs_clears_the_sign_of_every_code(backend):
+    """Triton computes tl.abs of fp8e4b15 on the bits (the format has no arithmetic)."""
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    out = _codes(256)
+    _abs[(1,)](triton.reinterpret(codes, tl.float8e4b15), triton.reinterpret(out, tl.float8e4b15), N=256)
+    assert out.numpy().tolist() == [c & 0x7F for c in range(256)]
+    values = np.array([_value_by_definition(v) for v in range(256)])
+    assert np.array_equal(values[out.numpy()], np.abs(values))
+
+
+@triton.jit
+def _matmul_loop(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc=acc, max_num_imprecise_acc=32)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def test_triton_testing_helpers_hand_kernels_fp8e4b15_codes(backend):
+    """Triton's test suite builds fp8 inputs with numpy_random (int8 codes) and to_triton, which
+    reinterprets them as the named float8 type: a kernel must see fp8e4b15 values, not int8 integers."""
+    from tritium._internal_testing import numpy_random, to_numpy, to_triton
+    A, B = numpy_random((32, 64), dtype_str="float8e4b15"), numpy_random((64, 32), dtype_str="float8e4b15")
+    a, b = to_triton(A, dst_type="float8e4b15"), to_triton(B, dst_type="float8e4b15")
+    assert isinstance(a, triton.TensorWrapper) and a.dtype == tl.float8e4b15 and a.base.dtype == torch.int8
+    assert np.array_equal(to_numpy(a), A)
+    c = torch.empty((32, 32))
+    _matmul_loop[(1,)](a, b, c, M=32, N=32, K=64, BK=32)
+    values = np.array([_value_by_definition(v) for v in range(256)])
+    exact = values[A.view(np.uint8)] @ values[B.view(np.uint8)]
+    assert np.allclose(c.numpy(), exact, rtol=2e-6, atol=0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, NamedTuple, Optional, Protocol, Sequence, Union
 
 from ..compiler.ir.ops import Function
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchOptionError
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,10 @@ def check_options(options: Options) -> None:
     for name in ("num_warps", "num_stages", "num_ctas"):
         value = getattr(options, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise LaunchError(f"launch option {name} must be a non-negative integer, got {value!r}")
+            error = LaunchOptionError if name == "num_warps" else LaunchError
+            raise error(f"launch option {name} must be a non-negative integer, got {value!r}")
     if not _is_power_of_two(options.num_warps):
-        raise LaunchError(f"num_warps must be a power of 2 (1, 2, 4, 8, 16, 32), got {options.num_warps}")
+        raise LaunchOptionError(f"num_warps must be a power of 2 (1, 2, 4, 8, 16, 32), got {options.num_warps}")
     if options.maxnreg is not None and (not isinstance(options.maxnreg, int) or options.maxnreg <= 0):
         raise LaunchError(f"maxnreg must be a positive integer or None, got {options.maxnreg!r}")
 

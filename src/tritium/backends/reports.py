@@ -130,6 +130,10 @@ def raise_reported(kernel: str, op, code: int, pid: tuple, lane: int, value: int
     raise AssertionError(f"error record code {code}")
 
 
+# what an access through a pointer outside every tensor dereferences
+NO_TENSOR = "an address that lies in no tensor argument and no other live tensor of the process"
+
+
 def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, source, arguments,
                         bad_lanes: int = 0) -> None:
     """Raises the OutOfBoundsError of an access of ``op`` at byte ``address``. ``arguments``: per
@@ -166,7 +170,7 @@ def raise_out_of_bounds(kernel: str, op, pid: tuple, lane: int, address: int, so
                                   f"{text} touches {problem}{others}", hint)
         raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=offset // size,
                                extent=extent, tensor=arg_name, access=access)
-    what = "a null pointer" if address == 0 else "an address that belongs to no tensor argument"
+    what = "a null pointer" if address == 0 else NO_TENSOR
     message = render_location(op.loc, f"out-of-bounds {access} in kernel '{kernel}': program {pid}, "
                               f"{text} dereferences {what}")
     raise OutOfBoundsError(message, kernel=kernel, loc=op.loc, program_id=pid, offset=address, extent=0,

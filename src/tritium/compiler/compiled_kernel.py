@@ -34,6 +34,14 @@ def shared_memory_bytes(fn, num_stages: int) -> int:
     return largest
 
 
+
+def kernel_hash(name: str, key, backend: str, options) -> str:
+    """The hex digest ``CompiledKernel.hash`` of a kernel compiled as ``name`` for ``key`` on ``backend``
+    with ``options`` (known before it is built: the kernel-load hooks receive it)."""
+    import hashlib
+
+    return hashlib.sha256(repr((name, key, backend, options)).encode()).hexdigest()
+
 @dataclass
 class CompiledKernel:
     """One specialization of a kernel: its IR and what the backend made of it.
@@ -79,9 +87,7 @@ class CompiledKernel:
     @functools.cached_property
     def hash(self) -> str:
         """A hex digest naming this compiled kernel (its specialization, backend and options)."""
-        import hashlib
-
-        return hashlib.sha256(repr((self.name, self.key, self.backend, self.options)).encode()).hexdigest()
+        return kernel_hash(self.name, self.key, self.backend, self.options)
 
     @property
     def asm(self) -> dict:
@@ -158,9 +164,14 @@ class CompiledKernel:
                               "or kernel.warmup to launch it")
         return self.launcher(self, (grid_0, grid_1, grid_2), args, {})
 
-    def launch_metadata(self, grid, stream, *args) -> dict:
-        """What launch hooks receive: the kernel's name, device function, stream and grid."""
-        return {"name": self.name, "function": self.function, "stream": stream, "grid": tuple(grid)}
+    def launch_metadata(self, grid, stream, *args):
+        """What launch hooks receive (a ``knobs.LaunchMetadata``): the kernel's name, device function,
+        stream, grid and backend, with what its @jit function's ``launch_metadata`` adds for ``args``
+        (every parameter, in order)."""
+        from .. import knobs
+
+        names = list(getattr(self.fn, "arg_names", ()))
+        return knobs.LaunchMetadata.of(self, grid, stream, dict(zip(names, args)))
 
     def __getitem__(self, grid):
         def launcher(*args, **kwargs):

@@ -89,6 +89,9 @@ class CallVisitor:
                 # Triton makes a tensor of a number assigned to a variable: `v = 1; v.dtype` is int32
                 from .promotion import python_scalar_type
                 return python_scalar_type(target)
+            if isinstance(target, (bool, int, float)) and hasattr(tensor, node.attr):
+                # as in Triton, whose kernels hold an assigned number as a tensor: `acc = 0; acc.to(tl.int64)`
+                return getattr(self.semantic.to_tensor(target), node.attr)
             if isinstance(target, tuple) and node.attr in _LIST_METHODS:
                 raise self.error(node, f"lists are not supported in kernels: `[...]` builds a tuple, which has no "
                                  f"'{node.attr}'",

@@ -5,8 +5,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .. import config
 from ..language.core import tensor, unwrap
 from .ir import types as T
+from .ir.dot_sizes import TRITON_MIN_DOT_K, dot_k_problem
 from .ir.ops import Region
 from .semantics_shapes import _is_pow2
 
@@ -23,6 +25,12 @@ def default_fp32_dot_precision() -> str:
         raise ValueError(f"TRITON_F32_DEFAULT (knobs.language.fp32_default) must be 'tf32', 'tf32x3' or 'ieee', "
                          f"got {value!r}")
     return value
+
+
+def check_dot_k(dtype: T.dtype, m: int, n: int, k: int, minimums) -> None:
+    problem = dot_k_problem(dtype, m, n, k, minimums)
+    if problem is not None:
+        raise ValueError(f"{problem}; pad the K dimension (and mask the loads) up to the minimum")
 
 
 class CrossLaneSemantics:
@@ -114,12 +122,8 @@ class CrossLaneSemantics:
         if len(sa) == 3 and sa[0] != sb[0]:
             raise ValueError(f"tl.dot batch dimensions differ: {list(sa)} @ {list(sb)}")
         m, k, n = sa[-2], sa[-1], sb[-1]
-        # Compiled Triton for NVIDIA pads small M and N for the tensor cores, but needs K of at
-        # least 32 bytes' worth of 8-bit inputs, 16 of 16-bit, 8 of 32-bit, 4 of 64-bit.
-        min_k = {8: 32, 16: 16, 32: 8, 64: 4}.get(a.dtype.primitive_bitwidth, 16)
-        if k < min_k:
-            raise ValueError(f"tl.dot of {a.dtype} inputs needs K >= {min_k}, got M={m}, N={n}, K={k}; "
-                             f"pad the K dimension (and mask the loads) up to {min_k}")
+        if config.strict():  # compiled Triton's rule; the host backends take any K, as Triton's interpreter does
+            check_dot_k(a.dtype, m, n, k, TRITON_MIN_DOT_K)
         if a.dtype.is_fp8e4b15() or b.dtype.is_fp8e4b15():
             # Triton multiplies fp8e4b15 as fp16 (exactly: every value is an fp16 value)
             a, b = (self.cast(v, T.float16) if v.dtype.is_fp8() else v for v in (a, b))

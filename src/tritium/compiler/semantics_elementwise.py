@@ -217,7 +217,9 @@ class ElementwiseSemantics:
         x = self.to_tensor(x)
         if x.dtype.is_int_unsigned() or x.dtype.is_bool():
             return x
-        self._no_fp8e4b15_arithmetic(x.dtype)
+        if x.dtype.is_fp8e4b15():  # as Triton does: the format has no arithmetic, so clear the sign bit
+            bits = self.cast(x, T.int8, bitcast=True)
+            return self.cast(self.bitwise("and", bits, self.constant(0x7F, T.int8)), x.dtype, bitcast=True)
         return self._emit("abs", [x], x.type)
 
     def minmax(self, kind: str, a, b, propagate_nan: str = "none") -> tensor:

@@ -120,21 +120,19 @@ class ShapeSemantics:
         if not isinstance(slices, tuple):
             slices = (slices,)
         shape = list(T.shape_of(x.type))
-        new_shape = []
-        source_dim = 0
-        for s in slices:
+        # As in Triton: the i-th index, when None, inserts a dimension of 1 at position i; ':' keeps
+        # the block as it is (also past its last dimension: `ptr[None, None, :]` on a scalar is [1, 1]).
+        new_shape = list(shape)
+        for position, s in enumerate(slices):
             s = unwrap(s)
             if s is None:
-                new_shape.append(1)
-            elif isinstance(s, slice) and s.start is None and s.stop is None and s.step is None:
-                if source_dim >= len(shape):
-                    raise IndexError(f"too many indices for a block of shape {shape}")
-                new_shape.append(shape[source_dim])
-                source_dim += 1
-            else:
+                if position > len(new_shape):
+                    raise IndexError(f"cannot insert a dimension at position {position} of a block of shape "
+                                     f"{new_shape}: index {position} is past its last dimension")
+                new_shape.insert(position, 1)
+            elif not (isinstance(s, slice) and s.start is None and s.stop is None and s.step is None):
                 raise IndexError(f"unsupported tensor index: {s!r}; only None and ':' are supported "
                                  "(use tl.reshape, tl.expand_dims, or masks)")
-        new_shape.extend(shape[source_dim:])
         if new_shape == shape:
             return x
         if not x.type.is_block():

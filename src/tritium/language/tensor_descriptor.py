@@ -69,10 +69,14 @@ class tensor_descriptor(Aggregate):
 
     @builtin
     def store(self, offsets, value, store_reduce=""):
-        """Writes the tile at ``offsets``; elements outside the tensor are not written."""
+        """Writes the tile at ``offsets``; elements outside the tensor are not written. The value is
+        converted to the descriptor's dtype first, as Triton does (rounding to nearest even)."""
         if unwrap(store_reduce):
             raise NotImplementedError("tensor descriptor stores with store_reduce are not supported yet")
         offsets = _check_offsets(offsets, len(self.block_shape))
+        value = unwrap(value)
+        if isinstance(value, tensor) and value.dtype != self.dtype:
+            value = _semantic().cast(value, self.dtype)
         value = _store_value(value, self.dtype, self.block_shape, "desc.store")
         _semantic().tile_store(self.base, value, self.shape, self.strides, offsets, self.block_shape, (), (),
                                "descriptor")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backends.base import byte_range
 from ..compiler.ir import types as T
-from ..errors import LaunchError
+from ..errors import ArgumentOverflowError, LaunchError
 
 _TORCH_DTYPE_NAMES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float64": "fp64",
@@ -158,7 +158,8 @@ def _launch_int_type(v: int) -> T.dtype:
     """Triton's launcher types a Python int argument i32 when it fits, u64 from 2**63 up, else i64
     (unlike a literal inside a kernel, it never becomes u32)."""
     if not -(2**63) <= v < 2**64:
-        raise LaunchError(f"integer argument {v} does not fit in 64 bits")
+        raise ArgumentOverflowError(f"integer argument {v} does not fit in 64 bits (int64 or uint64); pass it "
+                                    "as a tensor, or split it into two words")
     if -(2**31) <= v < 2**31:
         return T.int32
     return T.uint64 if v >= 2**63 else T.int64

@@ -10,6 +10,7 @@ from ..errors import NotLoweredError, TritonError, internal_error, note_interpre
 from ..backends import registry
 from ..backends.base import Backend, BaseBackend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
+from ..compiler.compiled_kernel import kernel_hash
 from ..compiler import compiler as _triton_compiler_module
 from ..compiler.source import ASTSource
 from . import cache
@@ -71,6 +72,10 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
         return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
+    name = kernel_fn.__name__
+    start = knobs.active_hook(knobs.runtime, "kernel_load_start_hook")
+    if start is not None:  # Triton's (module, function, name, metadata_group, hash); tritium keeps no files
+        start(None, None, name, {}, kernel_hash(name, key, backend.name, options))
     try:
         executable = _executable(backend, compiled_ir.function, options, target or backend.default_target())
     except NotLoweredError as error:
@@ -83,6 +88,9 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
                             fn=kernel_fn, specs=dict(specs), launcher=launch_direct,
                             protocol_launcher=launch_protocol)
     _dump_stages(kernel.name, executable.asm)
+    end = knobs.active_hook(knobs.runtime, "kernel_load_end_hook")
+    if end is not None:
+        end(None, kernel.function, kernel.name, {}, kernel.hash)
     return kernel
 
 

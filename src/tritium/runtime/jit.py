@@ -19,6 +19,7 @@ from ..language.tuple_type import tuple_type
 from . import compilation
 from .arguments import MockTensor, specialize, tensor_view  # noqa: F401  (MockTensor: Triton's name here)
 from .binder import make_binder
+from .reinterpret import TensorWrapper, reinterpret  # noqa: F401  (Triton's names here)
 from .launch import (
     LAUNCH_OPTIONS, at_launch_site, backend_for, direct_launcher, launch, launch_directly, normalize_grid,
     parse_options, without_internal_frames,
@@ -145,6 +146,15 @@ class KernelParam:
         return f"KernelParam({self.num}, {self._param})"
 
 
+@dataclasses.dataclass(frozen=True)
+class JitFunctionInfo:
+    """What Triton's jit cache hooks receive as ``fn``: the @jit function's module, name, and itself."""
+
+    module: str
+    name: str
+    jit_function: Any
+
+
 class JITFunction(KernelInterface, JITCallable):
     """A @jit function. Launch it as ``kernel[grid](*args, **kwargs)``.
 
@@ -176,6 +186,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
+        self.launch_metadata = launch_metadata  # (grid, kernel metadata, arguments) -> what launch hooks add
         self._fast: dict[tuple, tuple] = {}  # the binder's key -> (kernel, its direct launcher or None)
         self._binder: Optional[Callable] = None  # made at the first launch (binder.make_binder)
         self._by_code: dict[tuple, CompiledKernel] = {}  # kernels by what their code depends on (_build)
@@ -239,7 +250,7 @@ class JITFunction(KernelInterface, JITCallable):
             try:
                 found = specialize(value, allow_constant_one=p.name not in self.do_not_specialize)
             except LaunchError as error:
-                raise LaunchError(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
+                raise type(error)(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
             key.append(found.key)
             specs[p.name] = found.spec
             if isinstance(found.spec, tuple_type):  # its elements' attributes, by parameter-name suffix
@@ -307,9 +318,12 @@ class JITFunction(KernelInterface, JITCallable):
         kernel = compilation.build(self, specs, attrs, backend, parse_options(backend, {}), ("stages",))
         return kernel.asm
 
-    def _kernel_for(self, key, specs, attrs, devices, options: dict) -> CompiledKernel:
+    def _kernel_for(self, key, specs, attrs, devices, options: dict, warmup: bool = False
+                    ) -> Optional[CompiledKernel]:
         """The compiled kernel for ``key`` on the backend serving ``devices`` with launch ``options``
-        (name -> value), compiling on a miss. Different options compile separately."""
+        (name -> value), compiling on a miss. Different options compile separately. On a miss,
+        ``knobs.runtime.jit_cache_hook`` is asked first (a true answer: no kernel, None) and
+        ``jit_post_compile_hook`` told after, as Triton calls them."""
         backend = backend_for(devices)
         record = parse_options(backend, options)
         # a backend named by TRITIUM_BACKEND compiles apart: chosen by default, it may have left the
@@ -317,8 +331,29 @@ class JITFunction(KernelInterface, JITCallable):
         cache_key = (key, backend.name, record, bool(config.backend_name()))
         kernel = self.cache.get(cache_key)
         if kernel is None:
+            runtime = knobs.runtime
+            if runtime.jit_cache_hook is not None and self._call_hook(
+                    runtime.jit_cache_hook, key, specs, attrs, record, backend, warmup):
+                return None
             kernel = self.cache.setdefault(cache_key, self._build(key, specs, attrs, backend, record))
+            if runtime.jit_post_compile_hook is not None:
+                self._call_hook(runtime.jit_post_compile_hook, key, specs, attrs, record, backend, warmup)
         return kernel
+
+    def _call_hook(self, hook, key, specs, attrs, record, backend, warmup: bool):
+        """``hook`` called with the keywords Triton's jit cache hooks take."""
+        signature = {name: ("constexpr" if isinstance(spec, constexpr) else getattr(spec, "ir_name", str(spec)))
+                     for name, spec in specs.items()}
+        constants = {name: spec.value for name, spec in specs.items() if isinstance(spec, constexpr)}
+        settings = {name: getattr(record, name, None) for name in
+                    ("num_warps", "num_ctas", "num_stages", "enable_fp_fusion", "launch_cooperative_grid")}
+        arguments = ", ".join(f"{name}: {ty}" for name, ty in signature.items())
+        text = f"{self.__qualname__}[{', '.join(f'{k}={v}' for k, v in settings.items())}]({arguments})"
+        compile_info = {"key": key, "signature": signature, "device": 0, "constants": constants, **settings,
+                        "extern_libs": getattr(record, "extern_libs", ()), "configs": [attrs],
+                        "specialization_data": repr((self.__qualname__, key, backend.name)), "is_warmup": warmup}
+        return hook(key=key, repr=text, fn=JitFunctionInfo(self.__module__, self.__qualname__, self),
+                    compile=compile_info, is_manual_warmup=warmup, already_compiled=False)
 
     def _build(self, key, specs, attrs, backend, record) -> CompiledKernel:
         """A new compiled kernel; it shares the executable of one compiled for options that differ only
@@ -338,7 +373,7 @@ class JITFunction(KernelInterface, JITCallable):
         values, options = self._bind(args, kwargs)
         options.pop("warmup", None)
         key, specs, attrs, devices = self._specialize(values)
-        return self._kernel_for(key, specs, attrs, devices, options)
+        return self._kernel_for(key, specs, attrs, devices, options, warmup=True)
 
     def rewrite(self):
         """Triton's interpreter rewrites a kernel's source to keep its line numbers and records the
@@ -402,8 +437,8 @@ class JITFunction(KernelInterface, JITCallable):
                 return kernel
         values, options = self._bind(args, kwargs)
         key, specs, attrs, devices = self._specialize(values)
-        kernel = self._kernel_for(key, specs, attrs, devices, options)
-        if options.get("warmup"):
+        kernel = self._kernel_for(key, specs, attrs, devices, options, warmup=bool(options.get("warmup")))
+        if kernel is None or options.get("warmup"):  # jit_cache_hook declined the compilation
             return kernel
         if fast is not None and options == fast[3] and not any(isinstance(s, tuple_type) for s in specs.values()):
             self._fast[fast[0]] = (kernel, direct_launcher(kernel, fast[1], fast[2]))
@@ -424,6 +459,8 @@ def jit(fn: Optional[Callable] = None, *, do_not_specialize=(), debug=None, noin
     """Decorates a kernel (or a helper called from kernels)."""
 
     def decorate(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline)
+        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline,
+                           launch_metadata=launch_metadata,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment)
 
     return decorate(fn) if fn is not None else decorate

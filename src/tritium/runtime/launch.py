@@ -18,7 +18,7 @@ from .. import config, knobs
 from ..backends import registry
 from ..backends.base import Backend, KernelArgument, Options
 from ..compiler.ir import types as T
-from ..errors import LaunchError, TritonError, show_cause_once
+from ..errors import LaunchError, PointerArgumentError, TritonError, show_cause_once
 from ..language.core import constexpr
 from .arguments import expand_composites, tensor_view
 
@@ -302,8 +302,8 @@ def kernel_arguments(kernel, values: dict, devices: frozenset) -> list[KernelArg
         if isinstance(ty, T.pointer_type):
             view = tensor_view(value)
             if view is None:
-                raise LaunchError(f"argument '{name}' of {kernel.name} was compiled as a pointer ({ty}), "
-                                  f"but a {type(value).__name__} was passed")
+                raise PointerArgumentError(f"argument '{name}' of {kernel.name} was compiled as a pointer ({ty}), "
+                                           f"but a {type(value).__name__} was passed; pass a tensor")
             if view.device not in devices:
                 raise LaunchError(f"argument '{name}' of {kernel.name} is on device '{view.device}', but the "
                                   f"{kernel.backend} backend it was compiled for runs on {', '.join(sorted(devices))} "
@@ -338,9 +338,7 @@ def launch_directly(kernel, direct: Callable, grid3: tuple[int, int, int], value
     """Launches through ``direct`` (a ``direct_launcher``) when nothing asks for ``launch``'s extras
     (``@jit(debug=True)``, launch hooks); False when it did not launch (those, or a grid it leaves
     to ``launch``)."""
-    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
-    if hooks.get("launch_enter_hook") is not None or hooks.get("launch_exit_hook") is not None \
-            or getattr(kernel.fn, "debug", None):
+    if knobs.launch_hooked(knobs.runtime) or getattr(kernel.fn, "debug", None):
         return False
     try:
         return direct(grid3, values)
@@ -375,12 +373,11 @@ def launch(kernel, grid3: tuple[int, int, int], values: dict, debug: Optional[bo
 
         launch_and_compare(kernel, reference, grid3, arguments, stream, bool(debug))
         return
-    hooks = knobs.runtime.__dict__  # where launch_enter_hook / launch_exit_hook are once assigned
-    enter, leave = hooks.get("launch_enter_hook"), hooks.get("launch_exit_hook")
+    enter, leave = knobs.active_hook(knobs.runtime, "launch_enter_hook"), \
+        knobs.active_hook(knobs.runtime, "launch_exit_hook")
     metadata = None
     if enter is not None or leave is not None:
-        metadata = {"name": kernel.name, "function": getattr(kernel, "function", None), "stream": stream or 0,
-                    "grid": grid3, "backend": kernel.backend}
+        metadata = knobs.LaunchMetadata.of(kernel, grid3, stream or 0, values)
         if enter is not None:
             enter(metadata)
     try:

@@ -57,18 +57,19 @@ class TensorWrapper:
 
 
 def reinterpret(tensor, dtype):
-    """``tensor``'s memory as elements of ``dtype`` (the base tensor back when the dtypes agree)."""
-    if isinstance(tensor, TensorWrapper):
-        tensor = tensor.base
+    """``tensor``'s memory as elements of ``dtype``: a ``TensorWrapper`` whose ``.base`` is the tensor,
+    as Triton returns (also when ``dtype`` is the tensor's own); reinterpreting a wrapper gives its base
+    back for the base's own dtype, else a wrapper of the base."""
     from .arguments import tensor_view
 
-    view = tensor_view(tensor)
+    base = tensor.base if isinstance(tensor, TensorWrapper) else tensor
+    view = tensor_view(base)
     if view is None:
         raise TypeError(f"reinterpret needs a tensor, got {type(tensor).__name__}")
     if not isinstance(dtype, T.dtype):
         raise TypeError(f"reinterpret needs a tritium dtype such as tl.float8e5, got {dtype!r}")
-    if dtype == view.dtype:
-        return tensor
     if dtype.itemsize != view.dtype.itemsize:
         raise ValueError(f"cannot reinterpret {view.dtype} memory as {dtype}: the element widths differ")
-    return TensorWrapper(tensor, dtype)
+    if isinstance(tensor, TensorWrapper) and dtype == view.dtype:
+        return base
+    return TensorWrapper(base, dtype)

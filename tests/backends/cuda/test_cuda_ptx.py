@@ -709,3 +709,22 @@ def test_validation_runs_a_cuda_kernels_inline_asm_on_the_interpreters_emulation
 
     with pytest.raises(ValidationError, match="not emulated"):
         validate._reference_ir(packed, "interpreter", registry.get("interpreter"))
+
+
+@triton.jit
+def _short_k_dot(a_ptr, b_ptr, c_ptr, K: tl.constexpr):
+    r, rk = tl.arange(0, 16), tl.arange(0, K)
+    a = tl.load(a_ptr + r[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * 16 + r[None, :])
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("element,k,minimum", [("fp16", 8, 16), ("fp32", 4, 8), ("i8", 16, 32)])
+def test_a_dot_with_k_below_the_tensor_cores_tile_is_a_compile_error_in_tritons_words(element, k, minimum):
+    """The host backends take any K; the CUDA backend refuses what its tensor-core tiles cannot take."""
+    signature = f"*{element},*{element},*{'i32' if element == 'i8' else 'fp32'}"
+    with pytest.raises(triton.CompilationError, match=f"Input shapes should have M >= 1, N >= 1 and K >= {minimum}") \
+            as info:
+        compile_for(_short_k_dot, signature, constexprs={"K": k})
+    assert "tl.dot(a, b)" in str(info.value) and "^" in str(info.value)
+    compile_for(_short_k_dot, signature, constexprs={"K": minimum})  # the minimum itself compiles

@@ -11,7 +11,7 @@ from llvmlite import ir
 from ...compiler.analysis.masks import classify_mask
 from ...compiler.ir.ops import Value
 from ...compiler.ir.spec import PURE, SPEC
-from ..llvm.types import I1, I32, I64, item_size
+from ..llvm.types import I1, I32, I64, PTR, item_size
 from ..reports import OUT_OF_BOUNDS as ERROR_OUT_OF_BOUNDS
 from .values import _shape, expect, row_major_strides
 
@@ -37,16 +37,60 @@ class Checks:
         """i1: the access of ``size`` bytes at ``address`` (i64) lies inside the tensor the pointer
         came from (any pointer argument when that is not known) and is aligned."""
         b = self.b
-        ranges = [self.bounds[self.provenance[pointer_value.id]]] if self._one_tensor(pointer_value) else self.bounds
+        one = self._one_tensor(pointer_value)
+        ranges = [self.bounds[self.provenance[pointer_value.id]]] if one else self.bounds
         inside = ir.Constant(I1, 0)
         for low, high in ranges:
             ok = b.and_(b.icmp_unsigned(">=", address, low),
                         b.icmp_unsigned("<=", b.add(address, ir.Constant(I64, size)), high))
             inside = b.or_(inside, ok)
+        if self.raw_pointers and not one:  # the pointer may come from an integer: any live tensor will do
+            inside = b.or_(inside, self._in_live_tensor(address, size))
         if size > 1:
             aligned = b.icmp_unsigned("==", b.and_(address, ir.Constant(I64, size - 1)), ir.Constant(I64, 0))
             inside = b.and_(inside, aligned)
         return inside
+
+    def _in_live_tensor(self, address, size: int):
+        """i1: the ``size`` bytes at ``address`` lie inside one range of the process's table of live
+        tensors (sorted [low, high) pairs): a binary search, bit_length(count) steps."""
+        b = self.b
+        cell = self.live_tensors()
+        table = b.inttoptr(b.load(b.gep(cell, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), typ=I64), PTR)
+        count = b.load(b.gep(cell, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), typ=I64)
+        end = b.add(address, ir.Constant(I64, size))
+        found = self.scalar_slot(I1)
+        b.store(ir.Constant(I1, 0), found)
+
+        def word(i, half: int):
+            index = b.add(b.mul(i, ir.Constant(I64, 2)), ir.Constant(I64, half))
+            return b.load(b.gep(table, [index], source_etype=I64), typ=I64)
+
+        def search():
+            lo, hi = self.scalar_slot(I64), self.scalar_slot(I64)
+            b.store(ir.Constant(I64, 0), lo)
+            b.store(count, hi)
+            steps = b.sub(ir.Constant(I64, 64), b.ctlz(count, ir.Constant(I1, 0)))
+
+            def step(_):
+                low_i, high_i = b.load(lo), b.load(hi)
+                mid = b.lshr(b.add(low_i, high_i), ir.Constant(I64, 1))
+                below = b.icmp_unsigned("<=", word(b.select(b.icmp_unsigned("<", mid, count), mid,
+                                                             ir.Constant(I64, 0)), 1), address)
+                going = b.icmp_unsigned("<", low_i, high_i)
+                b.store(b.select(b.and_(going, below), b.add(mid, ir.Constant(I64, 1)), low_i), lo)
+                b.store(b.select(b.and_(going, b.not_(below)), mid, high_i), hi)
+
+            self.counted_loop(steps, step)
+            at = b.load(lo)
+            within = b.icmp_unsigned("<", at, count)
+            safe = b.select(within, at, ir.Constant(I64, 0))
+            hit = b.and_(within, b.and_(b.icmp_unsigned("<=", word(safe, 0), address),
+                                        b.icmp_unsigned("<=", end, word(safe, 1))))
+            b.store(hit, found)
+
+        self.if_then(b.icmp_unsigned(">", count, ir.Constant(I64, 0)), search)
+        return b.load(found)
 
     def check_access(self, pointer: Value, mask: Optional[Value], dtype, extent=None) -> Optional[ir.Value]:
         """The check before an access; returns an i1 pointer-flag 'every lane is active' (None: no

@@ -41,7 +41,12 @@ from .cross_lane import CrossLane
 from .debug_checks import DebugChecks
 from .lanes import Lanes
 from .memory import Memory
-from .values import HEADER_SLOTS, PRINT_SYMBOL, SCRATCH_SYMBOL, SPIN_CHECK_SLOT, Buffer, _shape, expect, row_major_strides
+from .values import HEADER_SLOTS, LIVE_TENSORS_SYMBOL, PRINT_SYMBOL, SCRATCH_SYMBOL, SPIN_CHECK_SLOT, Buffer, _shape, expect, row_major_strides
+
+
+def makes_raw_pointers(fn) -> bool:
+    """Whether ``fn`` turns integers into pointers (a table of ``data_ptr()`` values, say)."""
+    return any(op.opcode == "int_to_ptr" for op in fn.walk())
 
 
 class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Lowering):
@@ -68,12 +73,21 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Loweri
         self.axis = analyze_axis_info(fn, trust_hints=False)  # a false hint cannot misplace a lane here
         # argument index of each pointer argument; value id -> position of the pointer argument it derives from
         self.pointer_args, self.provenance = pointer_provenance(fn)
+        # a pointer made from an integer may point into any live tensor of the process (checks.py)
+        self.raw_pointers = makes_raw_pointers(fn)
         # where each block value lives (placement.py): written on the values, read by the rules
         self.uses = placement.place(fn, self.rules, debug=debug)
         # positions of the pointer arguments some store or atomic may write (every one of them when
         # a write cannot be traced to one)
         _, writes = argument_accesses(fn)
         self.written = tuple(i for i, arg in enumerate(self.pointer_args) if arg in writes)
+
+    def live_tensors(self):
+        """The process's table of live tensors (values.LIVE_TENSORS_SYMBOL), declared once."""
+        cell = self.module.globals.get(LIVE_TENSORS_SYMBOL)
+        if cell is None:
+            cell = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), LIVE_TENSORS_SYMBOL)
+        return cell
 
     # module --------------------------------------------------------------------------------------
     def build(self) -> ir.Module:

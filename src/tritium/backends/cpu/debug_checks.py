@@ -17,7 +17,9 @@ launches run (``Codegen(debug=True)``; the launcher builds it on the first such 
 What stays the interpreter's: kernels whose programs synchronise through memory (locks, tickets:
 their stores are ordered by acquire/release, which the interpreter follows with vector clocks),
 and kernels with ``tl.multiple_of``/``max_contiguous``/``max_constancy`` hints or ``tl.assume``
-(whose truth the interpreter checks; this backend never relies on them). Their debug-mode launches run there.
+(whose truth the interpreter checks; this backend never relies on them), and kernels that make
+pointers from integers (which may reach tensors no argument names, whose shadows this variant has no
+slot for). Their debug-mode launches run there.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def checked_code(op: Operation):
 
 def stays_on_interpreter(fn: Function, program_order: bool) -> bool:
     """Whether debug mode's checks of ``fn`` are the interpreter's alone (see the module's text)."""
-    return program_order or any(op.opcode in ("hint", "assume") for op in fn.walk())
+    return program_order or any(op.opcode in ("hint", "assume", "int_to_ptr") for op in fn.walk())
 
 
 class DebugChecks:

@@ -15,6 +15,7 @@ shadow array per written argument; kernels whose checks stay the interpreter's r
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import threading
@@ -102,6 +103,7 @@ class Executable(ExecutableBase):
         self.ops = ops
         self.pointer_args = pointer_args
         self.provenance = provenance
+        self.raw_pointers = codegen.makes_raw_pointers(fn)
         self.largest_block = largest_block
         self.program_order = program_order
         self._grid_address = loaded.address("tritium_grid")
@@ -189,7 +191,11 @@ class Executable(ExecutableBase):
         block = (ctypes.c_uint64 * len(slots))(*slots)
         _PRINTING[self.token] = (self, args)
         try:
-            self._run(block, total, 1 if self.debug_variant else None, config.shuffle_seed())
+            if self.raw_pointers:
+                with _live_tensors_table():
+                    self._run(block, total, 1 if self.debug_variant else None, config.shuffle_seed())
+            else:
+                self._run(block, total, 1 if self.debug_variant else None, config.shuffle_seed())
         finally:
             _PRINTING.pop(self.token, None)
             self._shadow_arrays = []
@@ -251,8 +257,8 @@ class Executable(ExecutableBase):
         called directly). The thread count, the shuffle seed and the spin-check
         setting are read here, once: a launcher is made per fast-path key, which holds the launch
         settings, so a change of them makes a new one."""
-        if any(op.opcode == "print" for op in self.fn.walk()):
-            return None
+        if self.raw_pointers or any(op.opcode == "print" for op in self.fn.walk()):
+            return None  # (a launch of a kernel that makes pointers from integers finds the live tensors)
         _tune_malloc()
         plan = parameter_plan(arg_names, self.fn.args)
         namespace = {"run": self._run, "strided_bounds": _strided_bounds}
@@ -436,7 +442,31 @@ def _print_hook(token, op_index, x, y, z, pointers):
 _hook = _PRINT_FUNCTION(_print_hook)
 
 
+# [address of the table, count] of the live tensors' byte ranges (values.LIVE_TENSORS_SYMBOL); one
+# launch of a kernel that makes pointers from integers at a time fills it
+_LIVE_TENSORS = (ctypes.c_uint64 * 2)(0, 0)
+_live_tensors_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _live_tensors_table():
+    """The process's live tensors (backends/live_memory.py) in the table compiled code searches, for
+    the duration of a launch."""
+    from ..live_memory import live_ranges
+
+    with _live_tensors_lock:
+        ranges = live_ranges()
+        table = np.array([(r.low, r.high) for r in ranges] or [(0, 0)], dtype=np.uint64)
+        _LIVE_TENSORS[0], _LIVE_TENSORS[1] = table.ctypes.data, len(ranges)
+        try:
+            yield
+        finally:
+            _LIVE_TENSORS[0], _LIVE_TENSORS[1] = 0, 0
+            del table, ranges
+
+
 def register_print_hook() -> None:
     from ..llvm import host
 
     host.add_symbol(codegen.PRINT_SYMBOL, ctypes.cast(_hook, ctypes.c_void_p).value)
+    host.add_symbol(codegen.LIVE_TENSORS_SYMBOL, ctypes.addressof(_LIVE_TENSORS))

@@ -25,6 +25,9 @@ SPIN_CHECK_SLOT = 4
 PRINT_SYMBOL = "tritium_cpu_print"
 # The object's constant holding the bytes of scratch memory a program needs (Codegen.scratch_bytes).
 SCRATCH_SYMBOL = "tritium_scratch_bytes"
+# Two words of the process, [address of a table, its count]: the live tensors' [low, high) byte ranges
+# (sorted by address) during a launch of a kernel that makes pointers from integers (int_to_ptr).
+LIVE_TENSORS_SYMBOL = "tritium_cpu_live_tensors"
 
 
 

@@ -126,6 +126,7 @@ class CUDABackend(Backend):
         (built on the first launch in debug mode, not stored on disk)."""
         from . import assign, codegen, nvptx
 
+        _check_dot_sizes(fn)
         assign.clear_encodings(fn)  # an earlier lowering's (debug mode's variant lowers the IR again)
         ttir = str(fn)
         assign.assign_layouts(fn, options.num_warps, int(target.arch), async_copies=not checks)
@@ -173,3 +174,21 @@ class CUDABackend(Backend):
         make_checked = None if generator.checks else (lambda: self.compile(fn, options, target, checks=True))
         return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None,
                                    checks=generator.checks, make_checked=make_checked, ptxas_report=ptxas_report)
+
+
+def _check_dot_sizes(fn: Function) -> None:
+    """A ``tl.dot`` whose K is below what the tensor-core tiles take is a compile error at its line,
+    in Triton's words (the host backends take any K)."""
+    from ...compiler.ir import types as T
+    from ...compiler.ir.dot_sizes import CUDA_MIN_DOT_K, dot_k_problem
+    from ...errors import CompilationError
+
+    for op in fn.walk():
+        if op.opcode != "dot":
+            continue
+        a, b = op.operands[0].type, op.operands[1].type
+        (m, k), n = T.shape_of(a)[-2:], T.shape_of(b)[-1]
+        problem = dot_k_problem(a.scalar, m, n, k, CUDA_MIN_DOT_K)
+        if problem is not None:
+            raise CompilationError(op.loc, problem, "pad the K dimension (and mask the loads) up to the minimum; "
+                                   "the interpreter and the CPU backend take any K")

@@ -330,7 +330,13 @@ def exec_bitcast(ex, op, args, active):
 
 @handles("ptr_to_int", "int_to_ptr")
 def exec_pointer_int(ex, op, args, active):
-    return args[0].astype(op.result.type.scalar.numpy if op.opcode == "ptr_to_int" else np.int64)
+    """Real addresses out (as on a GPU), tagged pointers in: an address made from an integer points
+    into the tensor argument or other live tensor holding it (``Memory.pointers``)."""
+    if op.opcode == "ptr_to_int":
+        return ex.memory.addresses(args[0]).astype(op.result.type.scalar.numpy)
+    element = op.result.type.scalar.element_ty
+    size = 8 if element.is_ptr() else element.itemsize
+    return ex.memory.pointers(args[0].astype(np.int64), size)
 
 
 @handles("addptr")

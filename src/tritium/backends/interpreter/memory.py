@@ -16,9 +16,12 @@ import numpy as np
 
 from ...errors import OutOfBoundsError, render_location
 from ...numerics import arithmetic
+from ..reports import NO_TENSOR
 
 TAG_SHIFT = 40
 _HALF_SEGMENT = 1 << (TAG_SHIFT - 1)
+# the tag of an address made from an integer that lies in no live tensor: no allocation has it
+UNMAPPED_TAG = (1 << 22) - 1
 
 
 @dataclass
@@ -84,6 +87,53 @@ class Memory:
         self.kernel_name = kernel_name
         self.allocations: list[Allocation] = []
         self.checks = None  # debug mode's checks.DebugChecks: sees every store and atomic before/after it lands
+        self._live = None  # the process's live tensors (live_memory.live_ranges), found at the first need
+        self._live_tags: dict[int, int] = {}  # a live range's low address -> the tag of its allocation
+
+    # addresses <-> tagged pointers (ptr_to_int, int_to_ptr) ------------------------------------------
+    def addresses(self, pointers: np.ndarray) -> np.ndarray:
+        """The real byte addresses of tagged pointers (what a GPU's ptr_to_int gives); a null pointer
+        is 0."""
+        tags, offsets = self.decode(np.asarray(pointers, dtype=np.int64))
+        bases = np.array([0] + [a.address for a in self.allocations], dtype=np.int64)
+        known = (tags >= 0) & (tags < bases.size)
+        return np.where(known, bases[np.clip(tags, 0, bases.size - 1)] + offsets, offsets)
+
+    def pointers(self, addresses: np.ndarray, element_size: int) -> np.ndarray:
+        """Tagged pointers for real addresses (int_to_ptr): an address inside (or just past) a tensor
+        argument points into it; else one inside a live tensor of the process points into that
+        tensor, which joins the launch's allocations; else it points nowhere (an access through it is
+        an OutOfBoundsError), and 0 stays the null pointer."""
+        addresses = np.asarray(addresses, dtype=np.int64)
+        result = np.zeros(addresses.shape, dtype=np.int64)
+        todo = addresses != 0
+        for tag, alloc in enumerate(self.allocations, start=1):
+            if not todo.any():
+                return result
+            inside = todo & (addresses >= alloc.address) & (addresses <= alloc.address + alloc.nbytes)
+            if inside.any():
+                result[inside] = (tag << TAG_SHIFT) + (addresses[inside] - alloc.address)
+                todo &= ~inside
+        if not todo.any():
+            return result
+        from ..live_memory import find, live_ranges
+
+        if self._live is None:
+            self._live = live_ranges()
+        for address in np.unique(addresses[todo]):
+            found = find(self._live, int(address), 0)
+            lanes = todo & (addresses == address)
+            if found is None:
+                result[lanes] = (UNMAPPED_TAG << TAG_SHIFT) + (int(address) & ((1 << TAG_SHIFT) - 1))
+                continue
+            tag = self._live_tags.get(found.low)
+            if tag is None:
+                tag = self._live_tags[found.low] = len(self.allocations) + 1
+                self.allocations.append(Allocation(name=f"the tensor at {found.low:#x}", address=found.low,
+                                                   nbytes=found.high - found.low, pointer_offset=0,
+                                                   element_size=element_size, keepalive=found.owner))
+            result[lanes] = (tag << TAG_SHIFT) + (int(address) - found.low)
+        return result
 
     def add(self, allocation: Allocation) -> int:
         """Registers an allocation; returns the tagged pointer to its first element."""
@@ -162,7 +212,7 @@ class Memory:
         lane = tuple(int(i) for i in lane_index[1:])
         lane_text = f"lane {lane[0] if len(lane) == 1 else lane}" if lane else "the scalar access"
         if alloc is None:
-            what = ("a null pointer" if tag == 0 else "an address that belongs to no tensor argument")
+            what = "a null pointer" if tag == 0 else NO_TENSOR
             message = render_location(loc, f"out-of-bounds {access} in kernel '{self.kernel_name}': "
                                       f"program {program}, {lane_text} dereferences {what}")
             raise OutOfBoundsError(message, kernel=self.kernel_name, loc=loc, program_id=program,
