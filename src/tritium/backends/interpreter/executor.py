@@ -278,6 +278,13 @@ for _opcode, _fn in elementwise.UNARY.items():
     _EXEC[_opcode] = _unary(_fn)
 
 
+@handles("div")
+def exec_div(ex, op, args, active):
+    if op.attrs.get("rounding") == "approx":
+        return elementwise.divide_approx(args[0], args[1])
+    return elementwise.divide(args[0], args[1])
+
+
 @handles("mod")
 def exec_mod(ex, op, args, active):
     return elementwise.remainder(args[0], args[1], op.result.type.scalar.is_floating())

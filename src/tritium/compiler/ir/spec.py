@@ -225,12 +225,15 @@ _op("sub", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (OVERFL
     semantics="As add." + _I1_WRAPS)
 _op("mul", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE + (OVERFLOW_CHECKED,),
     semantics="As add; never contracted with a following add into an fma unless the fma op is emitted." + _I1_WRAPS)
-_op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full"))], "same_as_operands",
+_op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full", "approx"))], "same_as_operands",
     traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Floats only in practice (the frontend casts integer true division to float first). IEEE division "
               "rounded to nearest (x/0 = +-inf, 0/0 = NaN). rounding=full is Triton's default `/` on fp32, an "
               "approximation within 2 ulp on a GPU (div.full.f32); the interpreter gives the correctly rounded "
-              "quotient, inside that bound.")
+              "quotient, inside that bound. rounding=approx (fp32 only: tl.fdiv(approx=True)) is div.approx.f32, "
+              "x * (1 / y): within 2 ulp for 2**-126 <= |y| <= 2**126, where the interpreter gives the correctly "
+              "rounded quotient; for |y| > 2**126 (infinities too) the result is x times a zero of y's sign "
+              "(NaN for an infinite or NaN x), as the reciprocal underflows to zero on a GPU.")
 _op("floordiv", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Integer division truncating toward zero (C). x // 0 is all ones (-1 signed, the maximum unsigned), "
               "as an NVIDIA GPU gives. INT_MIN // -1 wraps to INT_MIN. Never undefined: backends guard both cases.")
@@ -397,8 +400,11 @@ _op("philox", ("c0", "c1", "c2", "c3", "k0", "k1"), [Attr("n_rounds", "int")], "
 # debugging and hints -------------------------------------------------------------------------------------
 _op("print", (_many("values"),), [Attr("prefix", "str"), Attr("hex", "bool", False)], "none", effects=(REPORTS,),
     semantics="Prints each active lane's values, one line per lane, in compiled Triton's format.")
-_op("assert", ("condition",), [Attr("message", "str")], "none", effects=(REPORTS,),
-    semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false.")
+_op("assert", ("condition",), [Attr("message", "str"), Attr("debug_only", "bool", False)], "none",
+    effects=(REPORTS,),
+    semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false. "
+              "debug_only: checked in debug mode only (tl.expect_zero, as Triton checks it in debug builds only); "
+              "without debug mode the op does nothing.")
 _op("hint", ("value",), [Attr("kind", "str", choices=("multiple_of", "max_contiguous", "max_constancy")),
                          Attr("values", "ints")],
     "same_as_operand", effects=(REPORTS,), traits=(COPIES,),

@@ -1,0 +1,71 @@
+"""The CUDA backend's PTX for language functions of Triton 3.9 (tl.fdiv(approx=True), tl.expect_zero,
+atomic_load/atomic_store, tl.extra.cuda's special registers), checked without a GPU as
+test_cuda_ptx.py checks the rest."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tritium as triton
+import tritium.language as tl
+from tritium.backends.base import GPUTarget
+from tritium.backends.cuda import nvptx
+from tritium.compiler import ASTSource
+
+pytest.importorskip("llvmlite")
+
+HOPPER = GPUTarget("cuda", 90, 32)
+
+
+def ptx_of(kernel, signature, constexprs=None, **options) -> str:
+    compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs or {}), target=HOPPER,
+                              options=options)
+    if nvptx.ptxas_path() is not None:
+        assert compiled.asm["cubin"], "ptxas is here, so the backend must have assembled a cubin"
+    ptx = compiled.asm["ptx"]
+    return ptx[ptx.index(".entry"):]
+
+
+@triton.jit
+def _divide(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    y = tl.load(y_ptr + r)
+    if MODE == "approx":
+        q = tl.fdiv(x, y, approx=True)
+    elif MODE == "ieee":
+        q = tl.fdiv(x, y, ieee_rounding=True)
+    else:
+        q = tl.fdiv(x, y)
+    tl.store(o_ptr + r, q)
+
+
+_DIVIDE = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "o_ptr": "*fp32:16", "BLOCK": "constexpr", "MODE": "constexpr"}
+
+
+@pytest.mark.parametrize("mode, instruction", [("approx", "div.approx.f32"), ("default", "div.full.f32"),
+                                               ("ieee", "div.rn.f32")])
+def test_fdiv_emits_the_division_triton_emits(mode, instruction):
+    ptx = ptx_of(_divide, _DIVIDE, {"BLOCK": 128, "MODE": mode})
+    assert instruction in ptx
+    others = {"div.approx.f32", "div.full.f32", "div.rn.f32"} - {instruction}
+    assert not any(other in ptx for other in others)
+
+
+@triton.jit
+def _expect(x_ptr, o_ptr, BLOCK: tl.constexpr, ASSERT: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    if ASSERT:
+        tl.device_assert((x == 0) | (r < 64), "x is zero")
+    else:
+        x = tl.expect_zero(x, r >= 64)
+    tl.store(o_ptr + r, x)
+
+
+def test_expect_zero_compiles_to_nothing_outside_debug_mode():
+    signature = {"x_ptr": "*fp32:16", "o_ptr": "*fp32:16", "BLOCK": "constexpr", "ASSERT": "constexpr"}
+    float_compare = re.compile(r"setp\.\w+\.f32")
+    assert float_compare.search(ptx_of(_expect, signature, {"BLOCK": 128, "ASSERT": True}))  # the same check, always
+    assert not float_compare.search(ptx_of(_expect, signature, {"BLOCK": 128, "ASSERT": False}))
