@@ -154,9 +154,9 @@ class Semantic(ElementwiseSemantics, ShapeSemantics, MemorySemantics, CrossLaneS
         values = [self.to_tensor(a) for a in args]
         self._create("print", values, [], {"prefix": prefix, "hex": bool(hex)})
 
-    def device_assert(self, cond, msg: str) -> None:
+    def device_assert(self, cond, msg: str, debug_only: bool = False) -> None:
         cond = self.to_bool(self.to_tensor(cond))
-        self._create("assert", [cond], [], {"message": msg})
+        self._create("assert", [cond], [], {"message": msg, **({"debug_only": True} if debug_only else {})})
 
     def hint(self, x, kind: str, values) -> tensor:
         x = self.to_tensor(x)

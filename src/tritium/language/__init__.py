@@ -30,6 +30,7 @@ from .random import (  # noqa: F401
 from . import extra  # noqa: F401
 from .aggregate import aggregate_replace  # noqa: F401
 from .dot_scaled import dot_scaled  # noqa: F401
+from .debugging import expect_zero  # noqa: F401
 
 globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec
 
