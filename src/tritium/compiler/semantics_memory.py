@@ -156,3 +156,51 @@ class MemorySemantics:
         ptr, cmp, val = (self.broadcast_to(x, shape) for x in (ptr, cmp, val))
         return self._emit("atomic_cas", [ptr, cmp, val], T.with_element(ptr.type, element),
                           self._memory_order(sem, scope))
+
+    # atomic loads and stores (tl.atomic_load, tl.atomic_store: Triton 3.9's semantic.py) ---------------
+    def _atomic_access_order(self, what: str, sem, scope, default: str) -> dict:
+        sem, scope = unwrap(sem) or default, unwrap(scope) or "gpu"
+        if sem not in (default, "relaxed"):
+            raise ValueError(f"{what} only supports {default} and relaxed semantics, got sem={sem!r}")
+        if scope not in self._SCOPES:
+            raise ValueError(f"scope must be one of {self._SCOPES}, got {scope!r}")
+        return {"sem": sem, "scope": scope}
+
+    def _atomic_access_pointer(self, ptr, what: str) -> tensor:
+        ptr = self._check_pointer(ptr, what)
+        element = ptr.dtype.element_ty
+        if element.is_ptr() or not (element.is_int() or element.is_floating()):
+            raise TypeError(f"{what} only supports integer and floating-point elements, got {element}")
+        if element.is_bool():  # read and written as bytes, as Triton does
+            ptr = self._emit("bitcast", [ptr], T.with_element(ptr.type, T.pointer_type(T.int8)))
+        return ptr
+
+    def _atomic_access_mask(self, mask, shape) -> list:
+        if mask is None or unwrap(mask) is None:
+            return []
+        return [self.broadcast_to(self.to_bool(self.to_tensor(mask)), shape)]
+
+    def atomic_load(self, ptr, mask=None, sem=None, scope=None) -> tensor:
+        """Reads memory as one atomic access per lane (acquire by default); masked-off lanes give 0."""
+        element = self._check_pointer(ptr, "tl.atomic_load").dtype.element_ty
+        ptr = self._atomic_access_pointer(ptr, "tl.atomic_load")
+        attrs = self._atomic_access_order("atomic_load", sem, scope, "acquire")
+        if mask is not None and unwrap(mask) is not None and not ptr.type.is_block():
+            mask = self.to_tensor(mask)
+            if mask.type.is_block():
+                raise ValueError("the mask of tl.atomic_load cannot be a block when the pointer is a scalar")
+        operands = [ptr, *self._atomic_access_mask(mask, T.shape_of(ptr.type))]
+        result = self._emit("atomic_load", operands, T.with_element(ptr.type, ptr.dtype.element_ty), attrs)
+        return self.compare("ne", result, 0) if element.is_bool() else result
+
+    def atomic_store(self, ptr, value, mask=None, sem=None, scope=None) -> None:
+        """Writes memory as one atomic access per lane (release by default)."""
+        element = self._check_pointer(ptr, "tl.atomic_store").dtype.element_ty
+        ptr = self._atomic_access_pointer(ptr, "tl.atomic_store")
+        attrs = self._atomic_access_order("atomic_store", sem, scope, "release")
+        value = self.to_tensor(value, element if _is_number(value) else None)
+        if value.type.is_block() and not ptr.type.is_block():
+            raise ValueError("the value of tl.atomic_store cannot be a block when the pointer is a scalar")
+        value = self.broadcast_to(self.cast(self.cast(value, element), ptr.dtype.element_ty), T.shape_of(ptr.type))
+        operands = [ptr, value, *self._atomic_access_mask(mask, T.shape_of(ptr.type))]
+        self._create("atomic_store", operands, [], attrs)

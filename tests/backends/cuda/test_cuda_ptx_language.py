@@ -69,3 +69,31 @@ def test_expect_zero_compiles_to_nothing_outside_debug_mode():
     float_compare = re.compile(r"setp\.\w+\.f32")
     assert float_compare.search(ptx_of(_expect, signature, {"BLOCK": 128, "ASSERT": True}))  # the same check, always
     assert not float_compare.search(ptx_of(_expect, signature, {"BLOCK": 128, "ASSERT": False}))
+
+
+@triton.jit
+def _flags(flag_ptr, data_ptr, out_ptr, BLOCK: tl.constexpr, LOAD_SEM: tl.constexpr, STORE_SEM: tl.constexpr,
+           SCOPE: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, BLOCK)
+    if pid > 0:
+        while tl.atomic_load(flag_ptr + pid - 1, sem=LOAD_SEM, scope=SCOPE) == 0:
+            pass
+    tl.store(out_ptr + r, tl.atomic_load(data_ptr + r, mask=r < 100, sem=LOAD_SEM, scope=SCOPE))
+    tl.atomic_store(flag_ptr + pid, 1, sem=STORE_SEM, scope=SCOPE)
+    tl.atomic_store(data_ptr + r, r.to(tl.float16), mask=r < 100, sem=STORE_SEM, scope=SCOPE)
+
+
+_FLAGS = {"flag_ptr": "*i32:16", "data_ptr": "*fp16:16", "out_ptr": "*fp16:16", "BLOCK": "constexpr",
+          "LOAD_SEM": "constexpr", "STORE_SEM": "constexpr", "SCOPE": "constexpr"}
+
+
+@pytest.mark.parametrize("load_sem, store_sem, scope", [(None, None, None), ("relaxed", "relaxed", "sys"),
+                                                        ("acquire", "release", "cta")])
+def test_atomic_load_and_store_are_tritons_ld_and_st_with_their_order_and_scope(load_sem, store_sem, scope):
+    ptx = ptx_of(_flags, _FLAGS, {"BLOCK": 128, "LOAD_SEM": load_sem, "STORE_SEM": store_sem, "SCOPE": scope})
+    load, store, where = load_sem or "acquire", store_sem or "release", scope or "gpu"  # Triton's defaults
+    assert f"ld.{load}.{where}.global.b32" in ptx  # the flag
+    assert f"ld.{load}.{where}.global.b16" in ptx  # the fp16 data
+    assert f"st.{store}.{where}.global.b32" in ptx and f"st.{store}.{where}.global.b16" in ptx
+    assert "atom." not in ptx  # no read-modify-write stands in for them

@@ -29,6 +29,7 @@ from . import inline_asm as asm
 from . import layouts as L
 from . import math as gpu_math
 from .assign import Choices
+from .atomic_access import AtomicAccess
 from .control_flow import ControlFlow
 from .cross_lane import CrossLane
 from .debugging import Debugging
@@ -80,7 +81,7 @@ class _Distributed(dict):
                                  "in a layout")
 
 
-class Codegen(Registers, SharedMemory, Memory, ControlFlow, CrossLane, Debugging, Choices, Lowering):
+class Codegen(Registers, SharedMemory, Memory, AtomicAccess, ControlFlow, CrossLane, Debugging, Choices, Lowering):
     """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order.
     The layouts of the values a dot touches come from the layouts pass (``assign.py``, run first:
     ``assigned_layout``); the generator chooses the others as it lowers, by the same rules

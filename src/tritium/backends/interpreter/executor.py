@@ -449,4 +449,4 @@ def exec_flip(ex, op, args, active):
 
 
 # the other families of handlers register themselves when imported (they import this module's helpers)
-from . import control_flow, cross_lane, diagnostics  # noqa: E402, F401
+from . import atomic_access, control_flow, cross_lane, diagnostics  # noqa: E402, F401

@@ -348,6 +348,19 @@ _op("atomic_cas", ("pointer", "compare", "value"), [Attr("sem", "str", "acq_rel"
     "atomic_cas", effects=(READS, WRITES, SYNCHRONIZES),
     semantics="Where memory equals compare bit for bit (-0 does not match +0; a NaN matches the same NaN bits), "
               "stores value; returns the old contents.")
+_op("atomic_load", ("pointer", _opt("mask")),
+    [Attr("sem", "str", "acquire", ("acquire", "relaxed")), Attr("scope", "str", "gpu", _SCOPES)],
+    "load", effects=(READS, SYNCHRONIZES),
+    semantics="tl.atomic_load: reads one element per active lane as a single access (never torn, never merged "
+              "with another read nor moved out of a loop); sem=acquire orders the program's later accesses after "
+              "it, and after the writes of the release it reads from. Masked-off lanes give 0. Bounds as for "
+              "load. i1 is read as i8 by the frontend.")
+_op("atomic_store", ("pointer", "value", _opt("mask")),
+    [Attr("sem", "str", "release", ("release", "relaxed")), Attr("scope", "str", "gpu", _SCOPES)],
+    "store", effects=(WRITES, SYNCHRONIZES),
+    semantics="tl.atomic_store: writes value per active lane as a single access; sem=release orders the "
+              "program's earlier accesses before it. Two programs storing to one address this way is no race: "
+              "the later in memory order lands. Lanes of one op touching one address land in lane order.")
 _op("barrier", (), [], "none", effects=(SYNCHRONIZES,),
     semantics="Orders the memory accesses of the threads of one program (__syncthreads); no effect across "
               "programs.")
@@ -456,6 +469,9 @@ MATH_OPCODES = opcodes_with(MATH)
 POINTER_READS = opcodes_with(READS, operand="pointer")
 POINTER_WRITES = opcodes_with(WRITES, operand="pointer")
 ATOMICS = POINTER_READS & POINTER_WRITES
+# Reads that synchronize with other programs (atomics, atomic loads): a result the kernel uses is
+# how programs talk through memory.
+SYNCHRONIZING_READS = opcodes_with(READS, SYNCHRONIZES, operand="pointer")
 # Ops that compute nothing (a lane costs a read): a CPU backend computes them where they are used
 # rather than keeping their blocks in memory.
 COPYING_OPCODES = opcodes_with(COPIES)

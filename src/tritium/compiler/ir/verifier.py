@@ -400,7 +400,7 @@ RESULT_RULES: dict[str, Callable[[Operation], Optional[str]]] = {
 }
 # Rules that need exactly one result before they run.
 _ONE_RESULT = frozenset(RESULT_RULES) - {"none", "reduce", "scan", "split", "philox", "inline_asm", "if", "for", "while",
-                                         "tile_store"}
+                                         "tile_store", "store"}
 
 
 # operands and attributes ------------------------------------------------------------------------------
