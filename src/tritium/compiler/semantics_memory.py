@@ -12,10 +12,13 @@ class MemorySemantics:
     """The memory ops of ``Semantic`` (see semantics.py): ``load``, ``store``, ``atomic_rmw``, ``atomic_cas``."""
 
     # memory ---------------------------------------------------------------------------
-    def _check_pointer(self, ptr, what: str) -> tensor:
+    def _check_pointer(self, ptr, what: str, writes: bool = False) -> tensor:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TypeError(f"{what} needs a pointer (a tensor argument plus offsets), got a value of type {ptr.type}")
+        if writes and ptr.dtype.const:
+            raise ValueError(f"Cannot store to a constant pointer: {what} writes through a pointer derived from a "
+                             "parameter annotated tl.const; remove the annotation, or write through another pointer")
         return ptr
 
     # Hints Triton accepts (its semantic.py's cache-modifier and eviction-policy tables); they
@@ -89,7 +92,7 @@ class MemorySemantics:
         self._create("tile_store", [base, value, *self._layout_operands(shape, strides, offsets)], [], attrs)
 
     def store(self, ptr, value, mask=None, cache_modifier="", eviction_policy="") -> None:
-        ptr = self._check_pointer(ptr, "tl.store")
+        ptr = self._check_pointer(ptr, "tl.store", writes=True)
         element = ptr.dtype.element_ty
         value = self.to_tensor(value, element if _is_number(value) else None)
         if value.type.is_block() and not ptr.type.is_block():
@@ -126,7 +129,7 @@ class MemorySemantics:
 
     def atomic_rmw(self, kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
         """Atomically combines ``val`` into memory; returns the values found there before."""
-        ptr = self._check_pointer(ptr, f"tl.atomic_{kind}")
+        ptr = self._check_pointer(ptr, f"tl.atomic_{kind}", writes=True)
         element = ptr.dtype.element_ty
         if element.name not in self._ATOMIC_TYPES[kind]:
             raise TypeError(f"tl.atomic_{kind} does not support {element} "
@@ -143,7 +146,7 @@ class MemorySemantics:
 
     def atomic_cas(self, ptr, cmp, val, sem=None, scope=None) -> tensor:
         """Where memory equals ``cmp``, stores ``val``; returns the values found there before."""
-        ptr = self._check_pointer(ptr, "tl.atomic_cas")
+        ptr = self._check_pointer(ptr, "tl.atomic_cas", writes=True)
         element = ptr.dtype.element_ty
         if element.name not in ("int16", "uint16", "int32", "uint32", "int64", "uint64", "fp16", "fp32", "fp64"):
             raise TypeError(f"tl.atomic_cas does not support {element}")
@@ -195,7 +198,7 @@ class MemorySemantics:
 
     def atomic_store(self, ptr, value, mask=None, sem=None, scope=None) -> None:
         """Writes memory as one atomic access per lane (release by default)."""
-        element = self._check_pointer(ptr, "tl.atomic_store").dtype.element_ty
+        element = self._check_pointer(ptr, "tl.atomic_store", writes=True).dtype.element_ty
         ptr = self._atomic_access_pointer(ptr, "tl.atomic_store")
         attrs = self._atomic_access_order("atomic_store", sem, scope, "release")
         value = self.to_tensor(value, element if _is_number(value) else None)

@@ -7,7 +7,7 @@ from ..compiler.ir.types import (  # noqa: F401
     float8e4b15, float8e4nv, float8e5, float16, bfloat16, float32, float64,
 )
 from . import math  # noqa: F401
-from .core import builtin, constexpr, tensor  # noqa: F401
+from .core import builtin, const, constexpr, tensor  # noqa: F401
 from .math import abs, clamp, div_rn, fdiv, fma, maximum, minimum, umulhi  # noqa: F401
 from .standard import (  # noqa: F401
     PropagateNan, arange, assume, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg,
