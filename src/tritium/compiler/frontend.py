@@ -391,7 +391,7 @@ def _annotated(ty, param):
     return ty
 
 
-def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]:
+def generate_ir(jit_fn, arg_specs: dict[str, Any], num_warps: int = 4) -> tuple[Function, list[str]]:
     """Builds the IR of kernel ``jit_fn`` for ``arg_specs``: name -> IR type, or constexpr value.
 
     Returns the function and the text static_print produced.
@@ -421,8 +421,10 @@ def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]
         else:
             scope[p.name] = spec if isinstance(spec, constexpr) else tensor(next(args), _annotated(spec, p))
     semantic = Semantic(builder)
+    semantic.num_warps = num_warps
     generator = CodeGenerator(parsed, semantic, scope)
     semantic.call_jit = generator.call_jit
     with semantic, builder.insert_into(body):
         generator.visit(parsed.tree)
+    fn.reads_num_warps = semantic.num_warps_read  # its code then differs with the launch's num_warps
     return fn, semantic.static_output

@@ -97,3 +97,17 @@ def test_atomic_load_and_store_are_tritons_ld_and_st_with_their_order_and_scope(
     assert f"ld.{load}.{where}.global.b16" in ptx  # the fp16 data
     assert f"st.{store}.{where}.global.b32" in ptx and f"st.{store}.{where}.global.b16" in ptx
     assert "atom." not in ptx  # no read-modify-write stands in for them
+
+
+@triton.jit
+def _registers(t_ptr, s_ptr):
+    tl.store(t_ptr, tl.extra.cuda.globaltimer())
+    tl.store(t_ptr + 1, tl.extra.cuda.globaltimer())
+    tl.store(s_ptr, tl.extra.cuda.smid() + tl.extra.cuda.num_threads())
+
+
+def test_special_registers_are_read_with_tritons_mov():
+    ptx = ptx_of(_registers, {"t_ptr": "*i64", "s_ptr": "*i32"}, num_warps=2)
+    assert ptx.count("mov.u64 ") + ptx.count("mov.u64\t") >= 2 and ptx.count("%globaltimer") >= 2  # not merged
+    assert "%smid" in ptx
+    assert "64;" in ptx or ", 64" in ptx  # num_threads: 2 warps of 32, a constant

@@ -193,6 +193,13 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, ControlFlow, CrossL
     def lower_barrier(self, op: Operation) -> None:
         self.barrier()
 
+    def lower_special_register(self, op: Operation) -> None:
+        """%globaltimer and %smid, read as Triton's tl.extra.cuda reads them (a volatile mov)."""
+        name = op.attrs["name"]
+        ty, text, constraint = (I64, "mov.u64 $0, %globaltimer;", "=l") if name == "globaltimer" else (
+            I32, "mov.u32 $0, %smid;", "=r")
+        self.scalars[op.results[0].id] = self.b.asm(ir.FunctionType(ty, []), text, constraint, [], side_effect=True)
+
     # dot: on the tensor cores (mma.py) where they apply, else an outer product per k (dot.py) -----
     def lower_dot(self, op: Operation) -> None:
         from . import dot

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 
+import time
+
 import numpy as np
 
 from ... import config
@@ -229,6 +231,24 @@ def exec_program_id(ex, op, args, active):
 @handles("num_programs")
 def exec_num_programs(ex, op, args, active):
     return np.array([ex.grid[op.attrs["axis"]]], dtype=np.int32)
+
+
+@handles("special_register")
+def exec_special_register(ex, op, args, active):
+    """The IR spec's host values: the real-time clock in ns, the CPU core running the interpreter."""
+    if op.attrs["name"] == "globaltimer":
+        return np.array([time.time_ns()], dtype=np.int64)
+    return np.array([_current_core()], dtype=np.int32)
+
+
+def _current_core() -> int:
+    import ctypes
+    import ctypes.util
+
+    try:
+        return max(0, int(ctypes.CDLL(ctypes.util.find_library("c") or None).sched_getcpu()))
+    except (OSError, AttributeError):  # no sched_getcpu (not glibc): one core
+        return 0
 
 
 # shapes --------------------------------------------------------------------------------------------

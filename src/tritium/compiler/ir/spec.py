@@ -164,6 +164,12 @@ _op("program_id", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_P
 _op("num_programs", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
     semantics="The launch grid's size along `axis`.")
 
+_op("special_register", (), [Attr("name", "str", choices=("globaltimer", "smid"))], "special_register",
+    semantics="A hardware register of the GPU running the program, read where the op is (never merged with "
+              "another read, nor moved out of a loop): globaltimer, an i64 count of nanoseconds (on the host "
+              "backends, the host's real-time clock: nanoseconds since the Unix epoch); smid, the i32 index of the "
+              "multiprocessor running the program (on the host backends, the index of the CPU core running it).")
+
 # shapes --------------------------------------------------------------------------------------------
 _op("splat", ("value",), [], "splat", traits=_COPIES + (VIEW, REPEATS),
     semantics="Every lane of the result block holds the scalar operand.")
