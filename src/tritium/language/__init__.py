@@ -32,6 +32,7 @@ from .aggregate import aggregate_replace  # noqa: F401
 from .dot_scaled import dot_scaled  # noqa: F401
 from .debugging import expect_zero  # noqa: F401
 from .atomics import atomic_load, atomic_store  # noqa: F401
+from .elementwise import map_elementwise  # noqa: F401
 
 globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec
 

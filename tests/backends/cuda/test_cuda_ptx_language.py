@@ -111,3 +111,23 @@ def test_special_registers_are_read_with_tritons_mov():
     assert ptx.count("mov.u64 ") + ptx.count("mov.u64\t") >= 2 and ptx.count("%globaltimer") >= 2  # not merged
     assert "%smid" in ptx
     assert "64;" in ptx or ", 64" in ptx  # num_threads: 2 warps of 32, a constant
+
+
+@triton.jit
+def _steps(n):
+    steps = 0
+    while n > 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+@triton.jit
+def _mapped(x_ptr, o_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    tl.store(o_ptr + r, tl.map_elementwise(_steps, tl.load(x_ptr + r)))
+
+
+def test_map_elementwise_compiles_to_a_loop_over_the_elements():
+    ptx = ptx_of(_mapped, {"x_ptr": "*i32", "o_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 64})
+    assert ptx.count("bra") >= 2  # the loop over the elements and the function's own while loop
