@@ -114,3 +114,56 @@ def test_orders_triton_refuses_are_compile_errors_at_the_call(load, sem, message
     with pytest.raises(CompilationError, match=message) as info:
         _bad_order[(1,)](np.zeros(2, np.int32), SEM=sem, LOAD=load)
     assert ("tl.atomic_load(p, sem=SEM)" if load else "tl.atomic_store(p, 1, sem=SEM)") in str(info.value)
+
+
+@triton.jit
+def _poll_chain(flags_ptr, out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, N)
+    if pid > 0:
+        seen = tl.atomic_poll(flags_ptr + (pid - 1) * N + r, pid)  # each element of the previous row
+        tl.store(out_ptr + pid * N + r, seen.to(tl.int32) * 100 + tl.load(out_ptr + (pid - 1) * N + r))
+    else:
+        tl.store(out_ptr + r, r)
+    tl.atomic_store(flags_ptr + pid * N + r, pid + 1)
+
+
+def test_atomic_poll_waits_for_every_element():
+    rows, n = 5, 16
+    flags, out = np.zeros(rows * n, np.int32), np.zeros(rows * n, np.int32)
+    _poll_chain[(rows,)](flags, out, N=n)
+    expected = np.arange(n)[None, :] + 100 * np.arange(rows)[:, None]
+    assert np.array_equal(out.reshape(rows, n), expected)
+    assert np.array_equal(flags.reshape(rows, n), np.repeat(np.arange(1, rows + 1)[:, None], n, axis=1))
+
+
+@triton.jit
+def _poll_once(flag_ptr, ok_ptr, EXPECTED: tl.constexpr, TIMEOUT: tl.constexpr):
+    tl.store(ok_ptr, tl.atomic_poll(flag_ptr, EXPECTED, timeout_ns=TIMEOUT))
+
+
+def test_atomic_poll_times_out_to_false_and_reads_at_least_once():
+    flag, ok = np.array([7], np.int16), np.array([1], np.int8)
+    _poll_once[(1,)](flag, ok, EXPECTED=3, TIMEOUT=1_000_000)  # 1 ms: nothing writes 3
+    assert ok[0] == 0
+    _poll_once[(1,)](flag, ok, EXPECTED=7, TIMEOUT=0)  # a zero timeout still reads once
+    assert ok[0] == 1
+
+
+@pytest.mark.not_on_backend("cuda", reason="a GPU runs the two programs at once: program 0's wait ends there")
+def test_polling_for_a_later_program_without_timeout_is_a_deadlock_in_debug_mode():
+    @triton.jit
+    def wait_for_next(flag_ptr):
+        if tl.program_id(0) == 0:
+            tl.atomic_poll(flag_ptr, 1)
+        else:
+            tl.atomic_store(flag_ptr, 1)
+
+    with pytest.raises(DeadlockError) as info:
+        wait_for_next[(2,)](np.zeros(1, np.int64), debug=True)
+    assert info.value.program_ids == [(0, 0, 0)]
+
+
+def test_atomic_poll_takes_16_to_64_bit_integers():
+    with pytest.raises(CompilationError, match=r"atomic_poll only supports integer elements with width \{16, 32, 64\}"):
+        _poll_once[(1,)](np.zeros(1, np.float32), np.zeros(1, np.int8), EXPECTED=1, TIMEOUT=0)

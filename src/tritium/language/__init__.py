@@ -31,7 +31,7 @@ from . import extra  # noqa: F401
 from .aggregate import aggregate_replace  # noqa: F401
 from .dot_scaled import dot_scaled  # noqa: F401
 from .debugging import expect_zero  # noqa: F401
-from .atomics import atomic_load, atomic_store  # noqa: F401
+from .atomics import atomic_load, atomic_poll, atomic_store  # noqa: F401
 from .elementwise import map_elementwise  # noqa: F401
 
 globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec
@@ -54,7 +54,7 @@ def _tensor_member_functions():
              "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
              "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave", "cast"]
     table = {name: getattr(standard, name) for name in names}
-    table.update(atomic_load=atomic_load, atomic_store=atomic_store)
+    table.update(atomic_load=atomic_load, atomic_store=atomic_store, atomic_poll=atomic_poll)
     for name in [*math._BY_OPCODE, "abs", "fma", "umulhi"]:
         table[name] = getattr(math, name)
     return table

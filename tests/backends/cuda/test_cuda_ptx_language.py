@@ -131,3 +131,16 @@ def _mapped(x_ptr, o_ptr, BLOCK: tl.constexpr):
 def test_map_elementwise_compiles_to_a_loop_over_the_elements():
     ptx = ptx_of(_mapped, {"x_ptr": "*i32", "o_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 64})
     assert ptx.count("bra") >= 2  # the loop over the elements and the function's own while loop
+
+
+@triton.jit
+def _poll(flag_ptr, ok_ptr, TIMEOUT: tl.constexpr):
+    r = tl.arange(0, 64)
+    tl.store(ok_ptr + r, tl.atomic_poll(flag_ptr + r, 1, timeout_ns=TIMEOUT))
+
+
+@pytest.mark.parametrize("timeout", [None, 1000])
+def test_atomic_poll_is_an_acquiring_load_loop(timeout):
+    ptx = ptx_of(_poll, {"flag_ptr": "*i32", "ok_ptr": "*i1", "TIMEOUT": "constexpr"}, {"TIMEOUT": timeout})
+    assert "ld.acquire.gpu.global.b32" in ptx
+    assert ("%globaltimer" in ptx) == (timeout is not None)
