@@ -43,3 +43,20 @@ def test_tensor_descriptor_functions_load_and_store_a_block():
     expected = np.zeros_like(src)
     expected[:8, :16] = src[8:16, 16:32] * 2
     assert np.array_equal(dst, expected)
+
+
+@triton.jit
+def _or_rows(x_ptr, o_ptr, a_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + tl.arange(0, M), tl.reduce_or(x, 1))
+    tl.store(a_ptr, tl.reduce_or(x, None))
+
+
+def test_reduce_or_is_the_bitwise_or_along_an_axis():
+    x = np.random.default_rng(4).integers(0, 2**31, (8, 16)).astype(np.int32)
+    x &= np.random.default_rng(5).integers(0, 2**31, (8, 16)).astype(np.int32)  # rows that miss some bits
+    out, every = np.zeros(8, np.int32), np.zeros(1, np.int32)
+    _or_rows[(1,)](x, out, every, M=8, N=16)
+    assert np.array_equal(out, np.bitwise_or.reduce(x, axis=1))
+    assert every[0] == np.bitwise_or.reduce(x.reshape(-1))

@@ -43,3 +43,20 @@ def load_tensor_descriptor(desc, offsets):
 def store_tensor_descriptor(desc, offsets, value):
     """``desc.store(offsets, value)``."""
     return desc.store(offsets, value)
+
+
+@builtin
+def reduce_or(input, axis, keep_dims=False):
+    """The bitwise or of ``input``'s elements along ``axis`` (integers and booleans only, as in Triton)."""
+    from ..compiler.ir.ops import Region
+    from .core import tensor
+
+    sem = _semantic()
+    input = sem.to_tensor(unwrap(input))
+    if not input.dtype.is_int():
+        raise TypeError(f"reduce_or only supported for integers, got {input.dtype}")
+    combine = Region([input.dtype, input.dtype])
+    with sem.builder.insert_into(combine):
+        a, b = (tensor(v, v.type) for v in combine.args)
+        sem._create("yield", [sem.bitwise("or", a, b)], [])
+    return sem.reduce([input], unwrap(axis), "custom", combine=combine, keep_dims=bool(unwrap(keep_dims)))[0]
