@@ -60,3 +60,21 @@ def test_reduce_or_is_the_bitwise_or_along_an_axis():
     _or_rows[(1,)](x, out, every, M=8, N=16)
     assert np.array_equal(out, np.bitwise_or.reduce(x, axis=1))
     assert every[0] == np.bitwise_or.reduce(x.reshape(-1))
+
+
+@triton.jit
+def _halvings(x_ptr, o_ptr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    steps = 0
+    while tl.condition(x > 1, disable_licm=True):
+        x = x // 2
+        steps += 1
+    tl.store(o_ptr + pid, steps)
+
+
+def test_while_condition_is_the_loop_test():
+    x = np.array([1, 2, 3, 1000, 65536, 7], np.int32)
+    out = np.zeros_like(x)
+    _halvings[(6,)](x, out)
+    assert out.tolist() == [int(v).bit_length() - 1 for v in x]  # halvings until 1

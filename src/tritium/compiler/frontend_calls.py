@@ -9,6 +9,7 @@ from typing import Any
 
 from ..language import core as lcore
 from ..language.aggregate import is_aggregate, is_aggregate_class, takes_parameter
+from ..language import shorthands as lshort
 from ..language import standard as lstd
 from ..language.core import constexpr, is_const_annotation, tensor, unwrap
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
@@ -164,7 +165,7 @@ class CallVisitor:
             return None
         if target is builtins.range:
             return lstd.range(*args, **kwargs)
-        if isinstance(target, type) and target in (lstd.range, lstd.static_range):
+        if isinstance(target, type) and target in (lstd.range, lstd.static_range, lshort.condition):
             return target(*args, **kwargs)
         if isinstance(target, type) and issubclass(target, tuple) and (hasattr(target, "_fields") or
                                                                       target is lcore.tl_tuple):

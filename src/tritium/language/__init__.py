@@ -34,7 +34,8 @@ from .debugging import expect_zero  # noqa: F401
 from .atomics import atomic_load, atomic_poll, atomic_store  # noqa: F401
 from .elementwise import map_elementwise  # noqa: F401
 from .shorthands import (  # noqa: F401
-    TRITON_MAX_TENSOR_NUMEL, add, load_tensor_descriptor, mul, reduce_or, store_tensor_descriptor, sub, to_tensor,
+    TRITON_MAX_TENSOR_NUMEL, add, condition, load_tensor_descriptor, mul, reduce_or, store_tensor_descriptor, sub,
+    to_tensor,
 )
 
 globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec

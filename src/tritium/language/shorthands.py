@@ -60,3 +60,13 @@ def reduce_or(input, axis, keep_dims=False):
         a, b = (tensor(v, v.type) for v in combine.args)
         sem._create("yield", [sem.bitwise("or", a, b)], [])
     return sem.reduce([input], unwrap(axis), "custom", combine=combine, keep_dims=bool(unwrap(keep_dims)))[0]
+
+
+class condition:
+    """``while tl.condition(c, disable_licm=False):`` is ``while c:``. ``disable_licm`` asks Triton's
+    compiler not to hoist loop-invariant code out of the loop; tritium accepts it and keeps its passes'
+    own choice (hoisting never changes what a kernel computes)."""
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = bool(unwrap(disable_licm))
