@@ -164,7 +164,8 @@ class MemorySemantics:
     def _atomic_access_order(self, what: str, sem, scope, default: str) -> dict:
         sem, scope = unwrap(sem) or default, unwrap(scope) or "gpu"
         if sem not in (default, "relaxed"):
-            raise ValueError(f"{what} only supports {default} and relaxed semantics, got sem={sem!r}")
+            raise ValueError(f"{what} only supports {default} and relaxed semantics, got sem={sem!r}: pass "
+                             f"sem='{default}' (the default) or sem='relaxed'")
         if scope not in self._SCOPES:
             raise ValueError(f"scope must be one of {self._SCOPES}, got {scope!r}")
         return {"sem": sem, "scope": scope}

@@ -31,7 +31,8 @@ def map_elementwise(scalar_fn, *args, pack=1):
     if not args:
         raise ValueError("map_elementwise needs at least one tensor argument to map over")
     if not hasattr(scalar_fn, "parsed"):
-        raise TypeError(f"map_elementwise maps a @triton.jit function, got {scalar_fn!r}")
+        raise TypeError(f"map_elementwise maps a @triton.jit function, got {scalar_fn!r}: decorate it with "
+                        "@triton.jit")
     values = sem._broadcast_all([sem.to_tensor(unwrap(a)) for a in args])
     shape = T.shape_of(values[0].type)
     if not shape:
@@ -42,7 +43,8 @@ def map_elementwise(scalar_fn, *args, pack=1):
     for n in shape:
         numel *= n
     if numel % pack:
-        raise ValueError(f"pack={pack} does not divide the {numel} elements of the arguments")
+        raise ValueError(f"pack={pack} does not divide the {numel} elements of the arguments: use a power of two "
+                         f"no larger than {numel}")
     flat = [sem.reshape(v, (numel,)) for v in values]
     index = sem.arange(0, numel)
 

@@ -66,7 +66,8 @@ def fdiv(x, y, ieee_rounding=False, approx=False):
                         "write 2.0, not 2, or cast an operand with .to(tl.float32)")
     if approx:
         if not x.dtype.is_fp32():
-            raise ValueError(f"approx division requires float32 operands, got {x.dtype}")
+            raise ValueError(f"approx division requires float32 operands, got {x.dtype}: cast them with "
+                             ".to(tl.float32), or drop approx=True")
         return sem._emit("div", [x, y], x.type, {"rounding": "approx"})
     return sem._emit("div", [x, y], x.type) if ieee_rounding else sem.approximate_div(x, y)
 
