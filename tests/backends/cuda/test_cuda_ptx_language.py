@@ -144,3 +144,19 @@ def test_atomic_poll_is_an_acquiring_load_loop(timeout):
     ptx = ptx_of(_poll, {"flag_ptr": "*i32", "ok_ptr": "*i1", "TIMEOUT": "constexpr"}, {"TIMEOUT": timeout})
     assert "ld.acquire.gpu.global.b32" in ptx
     assert ("%globaltimer" in ptx) == (timeout is not None)
+
+
+@triton.jit
+def _bits(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    y = tl.load(y_ptr + r)
+    z = tl.extra.libdevice.brev(x) ^ tl.extra.libdevice.mulhi(x, y) ^ tl.extra.libdevice.byte_perm(x, y, 0x5410)
+    three = tl.full((BLOCK,), 3, tl.uint32)
+    tl.store(o_ptr + r, z + tl.extra.libdevice.ffs(y) + tl.extra.libdevice.sad(x, y, three))
+
+
+def test_libdevice_integer_functions_compile_to_integer_instructions():
+    ptx = ptx_of(_bits, {"x_ptr": "*i32", "y_ptr": "*i32", "o_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 128})
+    assert "mul.hi.s32" in ptx and "popc.b32" in ptx  # mulhi, and ffs through popc
+    assert "call" not in ptx  # no libdevice call: each is written with integer ops
