@@ -80,9 +80,30 @@ def bounded_search(p, out):
     tl.store(out, found)
 
 
+def atomic_store_only(p):
+    tl.atomic_store(p, 1)
+
+
+def spin_on_atomic_load(flag, p):
+    while tl.atomic_load(flag) == 0:
+        pass
+    tl.store(p, 1)
+
+
+def branch_on_atomic_load(flag, p):
+    if tl.atomic_load(flag, sem="relaxed") == 1:  # another program's flag steers this one
+        tl.store(p, 1)
+
+
+def dropped_atomic_load(flag):
+    tl.atomic_load(flag)
+
+
 @pytest.mark.parametrize("kernel, communicates", [
     (store_only, False), (dropped_atomic, False), (ticket, True), (lock, True), (spin_on_flag, True),
     (carried_read, True), (read_before_the_loop, False), (counting_loop, False), (bounded_search, False),
+    (atomic_store_only, False), (spin_on_atomic_load, True), (branch_on_atomic_load, True),
+    (dropped_atomic_load, False),
 ])
 def test_programs_that_communicate_through_memory(kernel, communicates):
     assert needs_program_order(_ir(kernel)) is communicates

@@ -146,9 +146,11 @@ def test_memory_groups_follow_the_effects():
         assert spec.READS in spec.SPEC[opcode].effects
     for opcode in spec.POINTER_WRITES:
         assert spec.WRITES in spec.SPEC[opcode].effects
-    assert spec.POINTER_READS == {"load", "atomic_rmw", "atomic_cas"}
-    assert spec.POINTER_WRITES == {"store", "atomic_rmw", "atomic_cas"}
-    for opcode in spec.ATOMICS:
+    assert spec.POINTER_READS == {"load", "atomic_rmw", "atomic_cas", "atomic_load"}
+    assert spec.POINTER_WRITES == {"store", "atomic_rmw", "atomic_cas", "atomic_store"}
+    assert spec.ATOMICS == {"atomic_rmw", "atomic_cas"}
+    assert spec.SYNCHRONIZING_READS == {"atomic_rmw", "atomic_cas", "atomic_load"}
+    for opcode in spec.ATOMICS | spec.SYNCHRONIZING_READS | {"atomic_store"}:
         assert spec.SYNCHRONIZES in spec.SPEC[opcode].effects
 
 

@@ -583,23 +583,29 @@ def _fdiv_fp16_kernel(x_ptr, o_ptr, N: tl.constexpr):
     r = tl.arange(0, N)
     x = tl.load(x_ptr + r)
     q = tl.fdiv(x, x + 1)
-    tl.static_assert(q.dtype == tl.float16)  # as Triton 3.6 types it
+    tl.static_assert(q.dtype == tl.float32)  # as Triton 3.9 types it: fp16 divides in fp32
     tl.store(o_ptr + r, q)
 
 
 @triton.jit
-def _fdiv_int_kernel(x_ptr, N: tl.constexpr):
+def _fdiv_int_kernel(x_ptr, o_ptr, N: tl.constexpr):
     r = tl.arange(0, N)
-    tl.fdiv(tl.load(x_ptr + r), 2)
+    tl.store(o_ptr + r, tl.fdiv(tl.load(x_ptr + r), 2))
 
 
-def test_fdiv_keeps_fp16_and_rejects_integers():
+def test_fdiv_divides_fp16_in_fp32_and_rejects_integers():
     x = np.linspace(0, 3, 8).astype(np.float16)
     out = np.zeros_like(x)
     _fdiv_fp16_kernel[(1,)](x, out, N=8)
-    assert np.array_equal(out, (x.astype(np.float64) / (x + np.float16(1)).astype(np.float64)).astype(np.float16))
-    with pytest.raises(CompilationError, match="floating-point"):
-        _fdiv_int_kernel[(1,)](np.zeros(8, np.float32), N=8)
+    quotient = (x.astype(np.float64) / (x + np.float16(1)).astype(np.float64)).astype(np.float32)
+    assert np.array_equal(out, quotient.astype(np.float16))  # stored through the fp16 pointer
+    # Triton 3.9 promotes as for `/`: a Python int beside an fp32 block is an fp32 scalar ...
+    halves = np.zeros(8, np.float32)
+    _fdiv_int_kernel[(1,)](np.arange(8, dtype=np.float32), halves, N=8)
+    assert np.array_equal(halves, np.arange(8, dtype=np.float32) / 2)
+    # ... but two integer operands stay integers, which fdiv refuses
+    with pytest.raises(CompilationError, match="fdiv requires floating-point operands after type promotion"):
+        _fdiv_int_kernel[(1,)](np.zeros(8, np.int32), np.zeros(8, np.int32), N=8)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -143,10 +143,28 @@ def test_prmt_lop3_and_mul_hi_are_bit_exact(backend):
     assert np.array_equal(out.numpy(), signed.astype(np.int32))
 
 
+@pytest.mark.parametrize("ftz", [False, True])
+@pytest.mark.parametrize("fn", ["sin", "cos"])
+def test_sin_and_cos_approx_are_within_the_instructions_error(fn, ftz, backend):
+    out = torch.zeros(N)
+    suffix = ".ftz" if ftz else ""
+    _unary_f32[(1,)](torch.from_numpy(FLOATS), out, ASM=f"{fn}.approx{suffix}.f32 $0, $1;", N=N)
+    wide = FLOATS.astype(np.float64)
+    if ftz:  # subnormal inputs read as zeros of their sign
+        wide = np.where(np.abs(wide) < 2.0 ** -126, np.copysign(0.0, wide), wide)
+    exact = getattr(np, fn)(wide)
+    got = out.numpy().astype(np.float64)
+    # PTX ISA: absolute error at most 2^-20.5 over [-100 pi, 100 pi] (every input here)
+    assert np.all(np.abs(got - exact) <= 2.0 ** -20.5)
+    if backend != "cuda":  # the host gives tl.sin / tl.cos: within 4 ulp of the fp64 value, signed zeros kept
+        assert np.all(np.abs(got - exact) <= 4 * np.spacing(np.abs(exact).astype(np.float32)))
+        assert np.array_equal(np.signbit(got[got == 0]), np.signbit(exact[got == 0]))
+
+
 @triton.jit
 def _unknown_asm(x_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
-    y = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=f,f", [tl.load(x_ptr + offs)],  # ERR
+    y = tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=f,f", [tl.load(x_ptr + offs)],  # ERR
                                   dtype=tl.float32, is_pure=True, pack=1)
     tl.store(x_ptr + offs, y)
 
@@ -158,7 +176,7 @@ def test_other_asm_is_an_error_on_the_host_naming_the_instruction_and_the_line(h
     with pytest.raises(triton.CompilationError) as info:
         _unknown_asm[(1,)](torch.zeros(4), N=4)
     message = str(info.value)
-    assert "'sin.approx.f32'" in message and "# ERR" in message and "tanh.approx.f32" in message
+    assert "'lg2.approx.f32'" in message and "# ERR" in message and "tanh.approx.f32" in message
     assert "CUDA backend" in message and "tl.inline_asm_elementwise(" in message  # the caret's line
 
 

@@ -34,14 +34,15 @@ class CompiledIR:
 
 
 def compile_ir(kernel, arg_specs: dict, arg_attrs: Optional[dict] = None, skipped_passes=(),
-               other_stages=()) -> CompiledIR:
+               other_stages=(), num_warps: int = 4) -> CompiledIR:
     """The verified, optimized IR of ``kernel`` (a ``JITCallable``: anything with ``parsed``) for
     ``arg_specs`` (parameter name -> IR type, or constexpr value). ``arg_attrs`` (run-time parameter
     name -> {"divisibility": 16, "equal_to_1": True}) are the facts the specialization proved about
     the arguments; they become ``fn.arg_attrs``, one dict per IR argument. ``skipped_passes``: names
     of pipeline passes the backend does without (``Backend.skipped_passes``); ``other_stages``: the
-    names of the backend's own stages, which ``TRITIUM_DUMP`` may name besides the passes."""
-    fn, static_output = generate_ir(kernel, arg_specs)
+    names of the backend's own stages, which ``TRITIUM_DUMP`` may name besides the passes; ``num_warps``:
+    the launch's, which ``tl.extra.cuda.num_warps()`` and ``num_threads()`` give the kernel."""
+    fn, static_output = generate_ir(kernel, arg_specs, num_warps)
     arg_attrs = arg_attrs or {}
     fn.arg_attrs = [dict(arg_attrs.get(name, {})) for name in fn.arg_names]
     verify(fn)

@@ -24,7 +24,7 @@ from typing import Any, Optional
 from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..language import standard as lstd
 from ..language.aggregate import is_aggregate
-from ..language.core import constexpr, tensor, unwrap
+from ..language.core import constexpr, is_const_annotation, tensor, unwrap
 from ..language.tensor_descriptor import tensor_descriptor_type
 from ..language.tuple_type import tuple_type
 from .control_flow import lower_early_returns
@@ -383,7 +383,15 @@ class CodeGenerator(BranchVisitor, LoopVisitor, CallVisitor, ast.NodeVisitor):
 _COMPOSITE_ARGUMENTS = (tensor_descriptor_type, tuple_type)
 
 
-def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]:
+def _annotated(ty, param):
+    """A kernel parameter's type as the kernel sees it: a pointer annotated ``tl.const`` points to
+    constant data (stores through it are refused)."""
+    if is_const_annotation(param.annotation) and isinstance(ty, T.pointer_type):
+        return T.const_pointer_type(ty.element_ty)
+    return ty
+
+
+def generate_ir(jit_fn, arg_specs: dict[str, Any], num_warps: int = 4) -> tuple[Function, list[str]]:
     """Builds the IR of kernel ``jit_fn`` for ``arg_specs``: name -> IR type, or constexpr value.
 
     Returns the function and the text static_print produced.
@@ -411,10 +419,12 @@ def generate_ir(jit_fn, arg_specs: dict[str, Any]) -> tuple[Function, list[str]]
             values = [next(args) for _ in spec.ir_arguments(p.name)]
             scope[p.name] = spec.build([tensor(v, v.type) for v in values])
         else:
-            scope[p.name] = spec if isinstance(spec, constexpr) else tensor(next(args), spec)
+            scope[p.name] = spec if isinstance(spec, constexpr) else tensor(next(args), _annotated(spec, p))
     semantic = Semantic(builder)
+    semantic.num_warps = num_warps
     generator = CodeGenerator(parsed, semantic, scope)
     semantic.call_jit = generator.call_jit
     with semantic, builder.insert_into(body):
         generator.visit(parsed.tree)
+    fn.reads_num_warps = semantic.num_warps_read  # its code then differs with the launch's num_warps
     return fn, semantic.static_output

@@ -9,9 +9,11 @@ from typing import Any
 
 from ..language import core as lcore
 from ..language.aggregate import is_aggregate, is_aggregate_class, takes_parameter
+from ..language import shorthands as lshort
 from ..language import standard as lstd
-from ..language.core import constexpr, tensor, unwrap
+from ..language.core import constexpr, is_const_annotation, tensor, unwrap
 from .frontend_values import _is_static, _static, _wrap, is_constexpr_annotation
+from .ir import types as T
 from .strict import check_strict
 
 # what code written for Python lists calls on the tuple a list literal builds in a kernel
@@ -166,7 +168,7 @@ class CallVisitor:
             return None
         if target is builtins.range:
             return lstd.range(*args, **kwargs)
-        if isinstance(target, type) and target in (lstd.range, lstd.static_range):
+        if isinstance(target, type) and target in (lstd.range, lstd.static_range, lshort.condition):
             return target(*args, **kwargs)
         if isinstance(target, type) and issubclass(target, tuple) and (hasattr(target, "_fields") or
                                                                       target is lcore.tl_tuple):
@@ -222,6 +224,10 @@ class CallVisitor:
                 # tl.constexpr annotation on a helper does not turn a tensor into a constant (Triton's
                 # fused-attention tutorial passes its offset blocks to such parameters)
                 scope[param.name] = _wrap(scope[param.name])
+            held = scope[param.name]
+            if is_const_annotation(param.annotation) and isinstance(held, tensor) and held.dtype.is_ptr():
+                scope[param.name] = tensor(held.handle, T.with_element(held.type, T.const_pointer_type(
+                    held.dtype.element_ty)))  # tl.const on a helper's parameter: no store through it there
         callee = type(self)(parsed, self.semantic, scope, self.call_depth + 1, self.builder.loc)  # a CodeGenerator
         callee.visit(parsed.tree)
         return callee.return_value

@@ -8,6 +8,7 @@ from typing import Any
 from .. import config
 from ..language import standard as lstd
 from ..language.core import tensor
+from ..language.shorthands import condition
 from .aggregates import describe_structure, flatten, is_composite
 from .control_flow import EXIT_FLAGS, RETVAL
 from .frontend_values import _is_number, _is_static, _same_leaf, _static, _wrap
@@ -48,6 +49,12 @@ def _guarded(statements, flags, like) -> ast.If:
     any_set = names[0] if len(names) == 1 else ast.copy_location(ast.BoolOp(op=ast.Or(), values=names), like)
     test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=any_set), like)
     return ast.copy_location(ast.If(test=test, body=list(statements), orelse=[]), like)
+
+
+def _unwrap_condition(test):
+    """A ``while`` test written ``tl.condition(c, disable_licm=...)`` is ``c`` (the hint is kept by no
+    backend: hoisting is the passes' own choice)."""
+    return test.condition if isinstance(test, condition) else test
 
 
 class LoopVisitor:
@@ -300,7 +307,7 @@ class LoopVisitor:
         if node.orelse:
             raise self.error(node, "while ... else is not supported in kernels")
         with self.builder.insert_into(Region()):  # a look at the condition; its ops are discarded
-            test = self.visit(node.test)
+            test = _unwrap_condition(self.visit(node.test))
         if _is_static(test) and not _static(test):
             return
         carried = [n for n in _assigned_names(node.body) if n in self.scope]
@@ -311,7 +318,7 @@ class LoopVisitor:
             saved = dict(self.scope)
             bind(before.args)
             with self.builder.insert_into(before):
-                cond = self.visit(node.test)
+                cond = _unwrap_condition(self.visit(node.test))
                 if _is_static(cond):
                     cond = self.semantic.to_tensor(bool(_static(cond)))
                 cond = self._runtime_condition(cond, node.test, "while")

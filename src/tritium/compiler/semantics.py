@@ -46,6 +46,10 @@ class Semantic(ElementwiseSemantics, ShapeSemantics, MemorySemantics, CrossLaneS
         self.call_jit = call_jit
         # Text printed by tl.static_print, emitted once compilation of the kernel ends.
         self.static_output: list[str] = []
+        # The launch's num_warps (tl.extra.cuda.num_warps(), num_threads()), and whether the kernel read it
+        # (its code then depends on num_warps, even on a backend without warps).
+        self.num_warps = 4
+        self.num_warps_read = False
 
     def __enter__(self):
         self._previous = getattr(_state, "semantic", None)
@@ -154,9 +158,9 @@ class Semantic(ElementwiseSemantics, ShapeSemantics, MemorySemantics, CrossLaneS
         values = [self.to_tensor(a) for a in args]
         self._create("print", values, [], {"prefix": prefix, "hex": bool(hex)})
 
-    def device_assert(self, cond, msg: str) -> None:
+    def device_assert(self, cond, msg: str, debug_only: bool = False) -> None:
         cond = self.to_bool(self.to_tensor(cond))
-        self._create("assert", [cond], [], {"message": msg})
+        self._create("assert", [cond], [], {"message": msg, **({"debug_only": True} if debug_only else {})})
 
     def assume(self, cond) -> None:
         cond = self.to_bool(self.to_tensor(cond))

@@ -12,10 +12,13 @@ class MemorySemantics:
     """The memory ops of ``Semantic`` (see semantics.py): ``load``, ``store``, ``atomic_rmw``, ``atomic_cas``."""
 
     # memory ---------------------------------------------------------------------------
-    def _check_pointer(self, ptr, what: str) -> tensor:
+    def _check_pointer(self, ptr, what: str, writes: bool = False) -> tensor:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TypeError(f"{what} needs a pointer (a tensor argument plus offsets), got a value of type {ptr.type}")
+        if writes and ptr.dtype.const:
+            raise ValueError(f"Cannot store to a constant pointer: {what} writes through a pointer derived from a "
+                             "parameter annotated tl.const; remove the annotation, or write through another pointer")
         return ptr
 
     # Hints Triton accepts (its semantic.py's cache-modifier and eviction-policy tables); they
@@ -89,7 +92,7 @@ class MemorySemantics:
         self._create("tile_store", [base, value, *self._layout_operands(shape, strides, offsets)], [], attrs)
 
     def store(self, ptr, value, mask=None, cache_modifier="", eviction_policy="") -> None:
-        ptr = self._check_pointer(ptr, "tl.store")
+        ptr = self._check_pointer(ptr, "tl.store", writes=True)
         element = ptr.dtype.element_ty
         value = self.to_tensor(value, element if _is_number(value) else None)
         if value.type.is_block() and not ptr.type.is_block():
@@ -126,7 +129,7 @@ class MemorySemantics:
 
     def atomic_rmw(self, kind: str, ptr, val, mask=None, sem=None, scope=None) -> tensor:
         """Atomically combines ``val`` into memory; returns the values found there before."""
-        ptr = self._check_pointer(ptr, f"tl.atomic_{kind}")
+        ptr = self._check_pointer(ptr, f"tl.atomic_{kind}", writes=True)
         element = ptr.dtype.element_ty
         if element.name not in self._ATOMIC_TYPES[kind]:
             raise TypeError(f"tl.atomic_{kind} does not support {element} "
@@ -143,7 +146,7 @@ class MemorySemantics:
 
     def atomic_cas(self, ptr, cmp, val, sem=None, scope=None) -> tensor:
         """Where memory equals ``cmp``, stores ``val``; returns the values found there before."""
-        ptr = self._check_pointer(ptr, "tl.atomic_cas")
+        ptr = self._check_pointer(ptr, "tl.atomic_cas", writes=True)
         element = ptr.dtype.element_ty
         if element.name not in ("int16", "uint16", "int32", "uint32", "int64", "uint64", "fp16", "fp32", "fp64"):
             raise TypeError(f"tl.atomic_cas does not support {element}")
@@ -156,3 +159,52 @@ class MemorySemantics:
         ptr, cmp, val = (self.broadcast_to(x, shape) for x in (ptr, cmp, val))
         return self._emit("atomic_cas", [ptr, cmp, val], T.with_element(ptr.type, element),
                           self._memory_order(sem, scope))
+
+    # atomic loads and stores (tl.atomic_load, tl.atomic_store: Triton 3.9's semantic.py) ---------------
+    def _atomic_access_order(self, what: str, sem, scope, default: str) -> dict:
+        sem, scope = unwrap(sem) or default, unwrap(scope) or "gpu"
+        if sem not in (default, "relaxed"):
+            raise ValueError(f"{what} only supports {default} and relaxed semantics, got sem={sem!r}: pass "
+                             f"sem='{default}' (the default) or sem='relaxed'")
+        if scope not in self._SCOPES:
+            raise ValueError(f"scope must be one of {self._SCOPES}, got {scope!r}")
+        return {"sem": sem, "scope": scope}
+
+    def _atomic_access_pointer(self, ptr, what: str) -> tensor:
+        ptr = self._check_pointer(ptr, what)
+        element = ptr.dtype.element_ty
+        if element.is_ptr() or not (element.is_int() or element.is_floating()):
+            raise TypeError(f"{what} only supports integer and floating-point elements, got {element}")
+        if element.is_bool():  # read and written as bytes, as Triton does
+            ptr = self._emit("bitcast", [ptr], T.with_element(ptr.type, T.pointer_type(T.int8)))
+        return ptr
+
+    def _atomic_access_mask(self, mask, shape) -> list:
+        if mask is None or unwrap(mask) is None:
+            return []
+        return [self.broadcast_to(self.to_bool(self.to_tensor(mask)), shape)]
+
+    def atomic_load(self, ptr, mask=None, sem=None, scope=None) -> tensor:
+        """Reads memory as one atomic access per lane (acquire by default); masked-off lanes give 0."""
+        element = self._check_pointer(ptr, "tl.atomic_load").dtype.element_ty
+        ptr = self._atomic_access_pointer(ptr, "tl.atomic_load")
+        attrs = self._atomic_access_order("atomic_load", sem, scope, "acquire")
+        if mask is not None and unwrap(mask) is not None and not ptr.type.is_block():
+            mask = self.to_tensor(mask)
+            if mask.type.is_block():
+                raise ValueError("the mask of tl.atomic_load cannot be a block when the pointer is a scalar")
+        operands = [ptr, *self._atomic_access_mask(mask, T.shape_of(ptr.type))]
+        result = self._emit("atomic_load", operands, T.with_element(ptr.type, ptr.dtype.element_ty), attrs)
+        return self.compare("ne", result, 0) if element.is_bool() else result
+
+    def atomic_store(self, ptr, value, mask=None, sem=None, scope=None) -> None:
+        """Writes memory as one atomic access per lane (release by default)."""
+        element = self._check_pointer(ptr, "tl.atomic_store", writes=True).dtype.element_ty
+        ptr = self._atomic_access_pointer(ptr, "tl.atomic_store")
+        attrs = self._atomic_access_order("atomic_store", sem, scope, "release")
+        value = self.to_tensor(value, element if _is_number(value) else None)
+        if value.type.is_block() and not ptr.type.is_block():
+            raise ValueError("the value of tl.atomic_store cannot be a block when the pointer is a scalar")
+        value = self.broadcast_to(self.cast(self.cast(value, element), ptr.dtype.element_ty), T.shape_of(ptr.type))
+        operands = [ptr, value, *self._atomic_access_mask(mask, T.shape_of(ptr.type))]
+        self._create("atomic_store", operands, [], attrs)

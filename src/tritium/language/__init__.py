@@ -7,7 +7,7 @@ from ..compiler.ir.types import (  # noqa: F401
     float8e4b15, float8e4nv, float8e5, float16, bfloat16, float32, float64,
 )
 from . import math  # noqa: F401
-from .core import builtin, constexpr, tensor  # noqa: F401
+from .core import builtin, const, constexpr, tensor  # noqa: F401
 from .math import abs, clamp, div_rn, fdiv, fma, maximum, minimum, umulhi  # noqa: F401
 from .standard import (  # noqa: F401
     PropagateNan, arange, assume, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg,
@@ -30,6 +30,13 @@ from .random import (  # noqa: F401
 from . import extra  # noqa: F401
 from .aggregate import aggregate_replace  # noqa: F401
 from .dot_scaled import dot_scaled  # noqa: F401
+from .debugging import expect_zero  # noqa: F401
+from .atomics import atomic_load, atomic_poll, atomic_store  # noqa: F401
+from .elementwise import map_elementwise  # noqa: F401
+from .shorthands import (  # noqa: F401
+    TRITON_MAX_TENSOR_NUMEL, add, condition, load_tensor_descriptor, mul, reduce_or, store_tensor_descriptor, sub,
+    to_tensor,
+)
 
 globals().update(math._BY_OPCODE)  # tl.exp ... tl.ceil: one function per math opcode of the IR spec
 
@@ -51,6 +58,7 @@ def _tensor_member_functions():
              "ravel", "broadcast_to", "expand_dims", "permute", "trans", "sigmoid", "softmax", "xor_sum",
              "associative_scan", "sort", "flip", "histogram", "gather", "split", "join", "interleave", "cast"]
     table = {name: getattr(standard, name) for name in names}
+    table.update(atomic_load=atomic_load, atomic_store=atomic_store, atomic_poll=atomic_poll)
     for name in [*math._BY_OPCODE, "abs", "fma", "umulhi"]:
         table[name] = getattr(math, name)
     return table

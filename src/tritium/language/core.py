@@ -31,6 +31,20 @@ def builtin(fn):
     return call
 
 
+class const:
+    """``tl.const``: the annotation of a kernel (or ``@jit`` helper) parameter that points to
+    constant data (``def kernel(x_ptr: tl.const, ...)``). The pointer and every pointer computed from
+    it may be loaded from; ``tl.store`` and the atomics through them are compile errors, as in
+    Triton. The annotation changes nothing else (argument types and specialization are as without it)."""
+
+
+def is_const_annotation(annotation) -> bool:
+    """Whether a parameter's annotation is ``tl.const`` (the class, or its name in a string annotation)."""
+    if annotation is const:
+        return True
+    return isinstance(annotation, str) and annotation.split(".")[-1] == "const"
+
+
 def is_builtin(fn) -> bool:
     return getattr(fn, "__tritium_builtin__", False)
 

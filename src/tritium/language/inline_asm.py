@@ -11,6 +11,9 @@ semantics, so it runs (and is checked) on every backend:
                              subnormal inputs and results to zero of the same sign
 ``rcp.approx[.ftz].f32``     1/x, correctly rounded (PTX: within 1 ulp); ``.ftz`` as above
 ``rcp.rn.f32``               1/x, correctly rounded: exact
+``sin.approx[.ftz].f32``     sin x, as tl.sin gives it (PTX: absolute error at most 2^-20.5 for
+                             |x| <= 100 pi, larger beyond); ``.ftz`` as above
+``cos.approx[.ftz].f32``     cos x, as tl.cos gives it, with the same bound
 ``cvt.rn.bf16x2.f32 d,a,b``  d = bf16(a) << 16 | bf16(b), each rounded to nearest even: exact
 ``cvt.rn.f16x2.f32 d,a,b``   the same with fp16 halves: exact
 ``prmt.b32 d,a,b,c``         byte permute, default mode: byte i of d is byte c[4i+2:4i] of {b, a},
@@ -98,6 +101,11 @@ def emulate(asm, constraints, args, dtype, is_pure, pack):
         x = flush(x) if "ftz" in opcode else x
         result = tlmath.div_rn(x * 0.0 + 1.0, x)
         result = flush(result) if "ftz" in opcode else result
+    elif opcode in ("sin.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "cos.approx.ftz.f32"):
+        x = real(values[0])
+        x = flush(x) if "ftz" in opcode else x
+        result = tlmath.sin(x) if opcode.startswith("sin") else tlmath.cos(x)
+        result = flush(result) if "ftz" in opcode else result
     elif opcode in ("cvt.rn.bf16x2.f32", "cvt.rn.f16x2.f32"):
         half = T.bfloat16 if "bf16" in opcode else T.float16
 
@@ -133,7 +141,8 @@ def emulate(asm, constraints, args, dtype, is_pure, pack):
     else:
         raise NotImplementedError(
             f"inline asm instruction {opcode!r} is not in tritium's table of emulated PTX instructions "
-            f"(tanh.approx.f32, ex2.approx[.ftz].f32, rcp.approx[.ftz].f32, rcp.rn.f32, cvt.rn.bf16x2.f32, "
+            f"(tanh.approx.f32, ex2.approx[.ftz].f32, rcp.approx[.ftz].f32, rcp.rn.f32, sin.approx[.ftz].f32, "
+            f"cos.approx[.ftz].f32, cvt.rn.bf16x2.f32, "
             f"cvt.rn.f16x2.f32, prmt.b32, lop3.b32, mul.hi/mul.lo.u32/s32)")
     if result.dtype == dtype:
         return result

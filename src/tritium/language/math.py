@@ -49,17 +49,27 @@ def div_rn(x, y):
 
 
 @builtin
-def fdiv(x, y, ieee_rounding=False):
-    """Elementwise floating-point division. As in Triton both operands must already be floating
-    point (a Python int is an int32, so write 2.0, not 2), and equal types stay as they are
-    (fp16 / fp16 is fp16). A GPU may divide approximately (div.full.f32, 2 ulp) unless
-    ``ieee_rounding``; here the quotient is always rounded correctly."""
+def fdiv(x, y, ieee_rounding=False, approx=False):
+    """Elementwise floating-point division, typed as Triton 3.9 types ``/`` (fp16 and bf16 operands
+    divide in fp32; two integer operands are refused). Default: Triton's ``/`` (div.full.f32 on a GPU,
+    within 2 ulp). ``ieee_rounding=True``: correctly rounded. ``approx=True`` (fp32 only; not with
+    ``ieee_rounding``): div.approx.f32 on a GPU, ``x * (1 / y)``, within 2 ulp for
+    ``2**-126 <= |y| <= 2**126`` and ``x * 0`` beyond (the reciprocal underflows); the host backends give
+    the correctly rounded quotient in that range and the GPU's zero (NaN for an infinite ``x``) beyond."""
     sem = _semantic()
-    x, y = sem.to_tensor(x), sem.to_tensor(y)
-    if not x.dtype.is_floating() or not y.dtype.is_floating():
-        raise TypeError(f"both operands of fdiv must have a floating-point type, got {x.dtype} and {y.dtype}")
-    x, y = sem._promote(x, y)
-    return sem._emit("div", [x, y], x.type) if unwrap(ieee_rounding) else sem.approximate_div(x, y)
+    ieee_rounding, approx = bool(unwrap(ieee_rounding)), bool(unwrap(approx))
+    if ieee_rounding and approx:
+        raise ValueError("approx and ieee_rounding cannot both be True: pass one of them")
+    x, y = sem._promote(unwrap(x), unwrap(y), div_or_mod=True)
+    if not x.dtype.is_floating():
+        raise TypeError(f"fdiv requires floating-point operands after type promotion, got {x.dtype}: "
+                        "write 2.0, not 2, or cast an operand with .to(tl.float32)")
+    if approx:
+        if not x.dtype.is_fp32():
+            raise ValueError(f"approx division requires float32 operands, got {x.dtype}: cast them with "
+                             ".to(tl.float32), or drop approx=True")
+        return sem._emit("div", [x, y], x.type, {"rounding": "approx"})
+    return sem._emit("div", [x, y], x.type) if ieee_rounding else sem.approximate_div(x, y)
 
 
 @builtin

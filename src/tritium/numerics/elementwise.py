@@ -64,6 +64,20 @@ def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
 
 
+# div.approx.f32 computes x * (1 / y): the reciprocal of |y| > 2**126 underflows to zero on a GPU.
+APPROX_DIVISOR_LIMIT = 2.0**126
+
+
+def divide_approx(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """fp32 ``a / b`` as div.approx.f32 is documented (PTX ISA): the correctly rounded quotient for
+    ``|b| <= 2**126`` (the instruction is within 2 ulp of it there); beyond, ``a`` times a zero of
+    ``b``'s sign (NaN for an infinite or NaN ``a``)."""
+    with np.errstate(all="ignore"):
+        big = np.abs(b) > np.float32(APPROX_DIVISOR_LIMIT)
+        zero = np.where(np.signbit(b), np.float32(-0.0), np.float32(0.0)).astype(np.float32)
+        return np.where(big, a * zero, np.divide(a, b)).astype(np.float32)
+
+
 def remainder(a: np.ndarray, b: np.ndarray, floating: bool) -> np.ndarray:
     return np.fmod(a, b) if floating else arithmetic.int_mod(a, b)
 
@@ -166,6 +180,7 @@ def _unary(fn) -> Callable:
 EVALUATE: dict[str, Callable[[list, Mapping, T.dtype], np.ndarray]] = {
     **{opcode: _binary(fn) for opcode, fn in BINARY.items()},
     **{opcode: _unary(fn) for opcode, fn in UNARY.items()},
+    "div": lambda args, attrs, scalar: (divide_approx if attrs.get("rounding") == "approx" else divide)(*args),
     "mod": lambda args, attrs, scalar: remainder(args[0], args[1], scalar.is_floating()),
     "cmp": lambda args, attrs, scalar: compare(args[0], args[1], attrs["predicate"]),
     "minimum": lambda args, attrs, scalar: extremum(args[0], args[1], False, scalar.is_floating(),

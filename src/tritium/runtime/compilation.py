@@ -62,7 +62,8 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
     ``compiler.compile_ir``) on ``backend``; launchable with ``kernel[grid](...)``."""
     try:
-        compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages)
+        compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages,
+                                 num_warps=getattr(options, "num_warps", 4) or 4)
     except TritonError:
         raise
     except Exception as error:  # not the kernel's mistake: the compiler's

@@ -362,8 +362,10 @@ class JITFunction(KernelInterface, JITCallable):
         code_key = (key, backend.name, backend.code_key(record), backend.default_target(),
                     bool(config.backend_name()))
         sibling = self._by_code.get(code_key)
-        if sibling is not None and sibling.backend == backend.name:
-            return dataclasses.replace(sibling, options=record)
+        if sibling is not None and sibling.backend == backend.name and (
+                not getattr(sibling.ir, "reads_num_warps", False)
+                or getattr(sibling.options, "num_warps", None) == getattr(record, "num_warps", None)):
+            return dataclasses.replace(sibling, options=record)  # (a kernel that reads num_warps: the same one)
         kernel = compilation.build(self, specs, attrs, backend, record, key)
         self._by_code[code_key] = kernel
         return kernel

@@ -41,7 +41,7 @@ def ulp_bound(fn, math_as_interpreter: bool = False) -> int:
     for op in fn.walk():
         if math_as_interpreter and (op.opcode in SHARED_MATH_OPCODES or op.opcode == "div"):
             continue
-        if op.opcode in INEXACT_OPCODES or (op.opcode == "div" and op.attrs.get("rounding") == "full"):
+        if op.opcode in INEXACT_OPCODES or (op.opcode == "div" and op.attrs.get("rounding") in ("full", "approx")):
             return MATH_ULP_BOUND
     return 0
 

@@ -227,6 +227,8 @@ class Codegen(Lanes, Checks, Memory, ControlFlow, CrossLane, DebugChecks, Loweri
 
     # reports ---------------------------------------------------------------------------------------
     def lower_assert(self, op: Operation) -> None:
+        if op.attrs.get("debug_only") and not self.debug:
+            return
         b = self.b
         condition = op.operands[0]
         shape = _shape(condition.type)

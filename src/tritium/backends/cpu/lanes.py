@@ -327,6 +327,25 @@ class Lanes:
     def lower_num_programs(self, op: Operation) -> None:
         self.scalars[op.results[0].id] = self.nprogs[op.attrs["axis"]]
 
+    def lower_special_register(self, op: Operation) -> None:
+        """globaltimer: clock_gettime(CLOCK_REALTIME) in ns; smid: sched_getcpu(), the core running the
+        program (the IR spec's host values; both from the C library the process has loaded)."""
+        b = self.b
+        if op.attrs["name"] == "smid":
+            getcpu = self.module.globals.get("sched_getcpu") or ir.Function(
+                self.module, ir.FunctionType(I32, []), "sched_getcpu")
+            core = b.call(getcpu, [])
+            self.scalars[op.results[0].id] = b.select(b.icmp_signed("<", core, ir.Constant(I32, 0)),
+                                                      ir.Constant(I32, 0), core)
+            return
+        gettime = self.module.globals.get("clock_gettime") or ir.Function(
+            self.module, ir.FunctionType(I32, [I32, PTR]), "clock_gettime")
+        timespec = self.alloca(T.int64, 2)
+        b.call(gettime, [ir.Constant(I32, 0), timespec])  # CLOCK_REALTIME
+        seconds = b.load(timespec, typ=I64)
+        nanoseconds = b.load(b.gep(timespec, [ir.Constant(I32, 1)], source_etype=I64), typ=I64)
+        self.scalars[op.results[0].id] = b.add(b.mul(seconds, ir.Constant(I64, 10**9)), nanoseconds)
+
     def lower_hint(self, op: Operation) -> None:
         r = op.results[0]
         if not isinstance(r.type, T.block_type):

@@ -300,5 +300,30 @@ class Memory:
                                                           self.value_at(op.operand("compare"), idx),
                                                           self.value_at(op.operand("value"), idx), ordering))
 
+    def lower_atomic_load(self, op: Operation) -> None:
+        dtype = op.operand("pointer").type.scalar.element_ty
+        ordering = atomics.ORDERING[op.attrs.get("sem", "acquire")]
+        self._atomic(op, lambda address, idx: self.b.load_atomic(address, ordering, item_size(dtype),
+                                                                 typ=memory_type(dtype)))
+
+    def lower_atomic_store(self, op: Operation) -> None:
+        """One atomic store per active lane, in lane order."""
+        pointer, value, mask = op.operand("pointer"), op.operand("value"), op.operand("mask")
+        dtype = pointer.type.scalar.element_ty
+        ordering = atomics.ORDERING[op.attrs.get("sem", "release")]
+        self._element_type = memory_type(dtype)
+        self.check_access(pointer, mask, dtype)
+
+        def lane(idx):
+            def run():  # an exchange whose old value is dropped: llvmlite builds no atomic store on opaque pointers
+                self.b.atomic_rmw("xchg", self.value_at(pointer, idx), self.value_at(value, idx), ordering)
+
+            if mask is None:
+                run()
+            else:
+                self.if_then(self.value_at(mask, idx), run, rare=False)
+
+        self.loop_nest(_shape(pointer.type), lane)
+
     def lower_barrier(self, op: Operation) -> None:
         pass  # one program runs on one thread: its accesses are already in order

@@ -31,6 +31,7 @@ from . import layouts as L
 from . import mma
 from . import math as gpu_math
 from .assign import Choices
+from .atomic_access import AtomicAccess
 from .control_flow import ControlFlow
 from .cross_lane import CrossLane
 from .debugging import Debugging
@@ -82,8 +83,8 @@ class _Distributed(dict):
                                  "in a layout")
 
 
-class Codegen(Registers, SharedMemory, Memory, async_copy.AsyncCopies, ControlFlow, CrossLane, Debugging, Choices,
-              Lowering):
+class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCopies, ControlFlow, CrossLane, Debugging,
+              Choices, Lowering):
     """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order.
     The layouts of the values a dot touches come from the layouts pass (``assign.py``, run first:
     ``assigned_layout``); the generator chooses the others as it lowers, by the same rules
@@ -198,6 +199,13 @@ class Codegen(Registers, SharedMemory, Memory, async_copy.AsyncCopies, ControlFl
 
     def lower_barrier(self, op: Operation) -> None:
         self.barrier()
+
+    def lower_special_register(self, op: Operation) -> None:
+        """%globaltimer and %smid, read as Triton's tl.extra.cuda reads them (a volatile mov)."""
+        name = op.attrs["name"]
+        ty, text, constraint = (I64, "mov.u64 $0, %globaltimer;", "=l") if name == "globaltimer" else (
+            I32, "mov.u32 $0, %smid;", "=r")
+        self.scalars[op.results[0].id] = self.b.asm(ir.FunctionType(ty, []), text, constraint, [], side_effect=True)
 
     # dot: on the tensor cores (mma.py) where they apply, else an outer product per k (dot.py) -----
     def lower_dot(self, op: Operation) -> None:

@@ -65,6 +65,8 @@ class Debugging:
         self._guarded(predicate, record)
 
     def lower_assert(self, op: Operation) -> None:
+        if op.attrs.get("debug_only") and not self.checks:
+            return
         b = self.b
         condition = op.operands[0]
         if not _is_block(condition):

@@ -124,8 +124,9 @@ def lower_div(cg, op, args):
     if not dtype.is_floating():
         return lanes.lower_op(b, op, args)
     x, y = (casts.to_arithmetic(b, a, dtype) for a in args)
-    if dtype.is_fp32() and op.attrs.get("rounding", "rn") == "full":
-        result = ptx(b, "div.full.f32 $0, $1, $2;", F32, [x, y], "=f,f,f")
+    rounding = op.attrs.get("rounding", "rn")
+    if dtype.is_fp32() and rounding in ("full", "approx"):
+        result = ptx(b, f"div.{rounding}.f32 $0, $1, $2;", F32, [x, y], "=f,f,f")
     else:
         result = b.fdiv(x, y)
     return casts.from_arithmetic(b, result, dtype)

@@ -33,6 +33,8 @@ def exec_print(ex, op, args, active):
 
 @handles("assert")
 def exec_assert(ex, op, args, active):
+    if op.attrs.get("debug_only") and ex.checks is None:
+        return []
     cond = np.asarray(_full(args[0], op.operands[0].type, ex.batch))
     failed = ~cond
     if active is not None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 
+import time
+
 import numpy as np
 
 from ... import config
@@ -231,6 +233,24 @@ def exec_num_programs(ex, op, args, active):
     return np.array([ex.grid[op.attrs["axis"]]], dtype=np.int32)
 
 
+@handles("special_register")
+def exec_special_register(ex, op, args, active):
+    """The IR spec's host values: the real-time clock in ns, the CPU core running the interpreter."""
+    if op.attrs["name"] == "globaltimer":
+        return np.array([time.time_ns()], dtype=np.int64)
+    return np.array([_current_core()], dtype=np.int32)
+
+
+def _current_core() -> int:
+    import ctypes
+    import ctypes.util
+
+    try:
+        return max(0, int(ctypes.CDLL(ctypes.util.find_library("c") or None).sched_getcpu()))
+    except (OSError, AttributeError):  # no sched_getcpu (not glibc): one core
+        return 0
+
+
 # shapes --------------------------------------------------------------------------------------------
 @handles("splat")
 def exec_splat(ex, op, args, active):
@@ -276,6 +296,13 @@ for _opcode, _fn in elementwise.BINARY.items():
     _EXEC[_opcode] = _binary(_fn)
 for _opcode, _fn in elementwise.UNARY.items():
     _EXEC[_opcode] = _unary(_fn)
+
+
+@handles("div")
+def exec_div(ex, op, args, active):
+    if op.attrs.get("rounding") == "approx":
+        return elementwise.divide_approx(args[0], args[1])
+    return elementwise.divide(args[0], args[1])
 
 
 @handles("mod")
@@ -448,4 +475,4 @@ def exec_flip(ex, op, args, active):
 
 
 # the other families of handlers register themselves when imported (they import this module's helpers)
-from . import control_flow, cross_lane, diagnostics  # noqa: E402, F401
+from . import atomic_access, control_flow, cross_lane, diagnostics  # noqa: E402, F401

@@ -424,6 +424,8 @@ def _combine(kind: str, current, update, compare):
         return current ^ update
     if kind == "xchg":
         return update
+    if kind == "load":  # an atomic load: the update writes back what it found
+        return current
     if kind == "cas":
         return np.where(arithmetic.bits_equal(current, compare), update, current)  # atom.cas compares bits
     raise NotImplementedError(kind)

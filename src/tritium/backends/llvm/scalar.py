@@ -115,8 +115,19 @@ LOWER["mul"] = _int_wrapping("mul", "and")
 def lower_div(b, op, args):
     ty = _result(op)
     if ty.is_floating():
+        if op.attrs.get("rounding") == "approx":
+            return float_binary(b, ty, args, lambda x, y: approx_divide(b, x, y))
         return float_binary(b, ty, args, b.fdiv)
     return lower_floordiv(b, op, args)
+
+
+def approx_divide(b, x, y):
+    """fp32 ``x / y`` as div.approx.f32 is documented (the IR spec's rounding=approx): correctly rounded
+    for ``|y| <= 2**126``, ``x`` times a zero of ``y``'s sign beyond."""
+    limit = ir.Constant(F32, 2.0**126)
+    big = b.or_(b.fcmp_ordered(">", y, limit), b.fcmp_ordered("<", y, b.fneg(limit)))
+    zero = b.select(b.fcmp_ordered("<", y, ir.Constant(F32, 0.0)), ir.Constant(F32, -0.0), ir.Constant(F32, 0.0))
+    return b.select(big, b.fmul(x, zero), b.fdiv(x, y))
 
 
 def _division_guards(b, ty, x, y):

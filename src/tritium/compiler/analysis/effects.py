@@ -9,7 +9,7 @@ order. This module decides that from the IR, so that every backend decides it th
 from __future__ import annotations
 
 from ..ir.ops import Function, Operation, Region
-from ..ir.spec import ATOMICS, POINTER_READS
+from ..ir.spec import POINTER_READS, SYNCHRONIZING_READS
 
 # Opcodes whose results are memory another program may have written (the IR spec's pointer reads).
 MEMORY_READS = POINTER_READS
@@ -63,14 +63,14 @@ def spins_on_memory(loop: Operation) -> bool:
 def needs_program_order(fn: Function) -> bool:
     """True when programs may talk to each other through memory, so they must run one at a time.
 
-    That is: an atomic whose result the kernel uses (a lock, a ticket, a counter that steers the
-    program), or a while loop whose condition depends on memory it reads (a spin wait). A loop marked
+    That is: an atomic or atomic load whose result the kernel uses (a lock, a ticket, a counter or a
+    flag that steers the program), or a while loop whose condition depends on memory it reads (a spin wait). A loop marked
     ``bounded`` (a ``for`` with ``break``, which the frontend makes a while loop) is no spin wait: it
     ends after its trip count whatever memory holds.
     """
     used = {v.id for op in fn.walk() for v in op.operands}
     for op in fn.walk():
-        if op.opcode in ATOMICS and op.result.id in used:
+        if op.opcode in SYNCHRONIZING_READS and op.result.id in used:
             return True
         if op.opcode == "while" and not op.attrs.get("bounded") and spins_on_memory(op):
             return True

@@ -164,6 +164,12 @@ _op("program_id", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_P
 _op("num_programs", (), [Attr("axis", "int", choices=(0, 1, 2))], "i32", traits=_PURE,
     semantics="The launch grid's size along `axis`.")
 
+_op("special_register", (), [Attr("name", "str", choices=("globaltimer", "smid"))], "special_register",
+    semantics="A hardware register of the GPU running the program, read where the op is (never merged with "
+              "another read, nor moved out of a loop): globaltimer, an i64 count of nanoseconds (on the host "
+              "backends, the host's real-time clock: nanoseconds since the Unix epoch); smid, the i32 index of the "
+              "multiprocessor running the program (on the host backends, the index of the CPU core running it).")
+
 # shapes --------------------------------------------------------------------------------------------
 _op("splat", ("value",), [], "splat", traits=_COPIES + (VIEW, REPEATS),
     semantics="Every lane of the result block holds the scalar operand.")
@@ -225,12 +231,15 @@ _op("sub", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (OVERFL
     semantics="As add." + _I1_WRAPS)
 _op("mul", ("lhs", "rhs"), [], "same_as_operands", traits=_COMMUTATIVE + (OVERFLOW_CHECKED,),
     semantics="As add; never contracted with a following add into an fma unless the fma op is emitted." + _I1_WRAPS)
-_op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full"))], "same_as_operands",
+_op("div", ("lhs", "rhs"), [Attr("rounding", "str", "rn", ("rn", "full", "approx"))], "same_as_operands",
     traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Floats only in practice (the frontend casts integer true division to float first). IEEE division "
               "rounded to nearest (x/0 = +-inf, 0/0 = NaN). rounding=full is Triton's default `/` on fp32, an "
               "approximation within 2 ulp on a GPU (div.full.f32); the interpreter gives the correctly rounded "
-              "quotient, inside that bound.")
+              "quotient, inside that bound. rounding=approx (fp32 only: tl.fdiv(approx=True)) is div.approx.f32, "
+              "x * (1 / y): within 2 ulp for 2**-126 <= |y| <= 2**126, where the interpreter gives the correctly "
+              "rounded quotient; for |y| > 2**126 (infinities too) the result is x times a zero of y's sign "
+              "(NaN for an infinite or NaN x), as the reciprocal underflows to zero on a GPU.")
 _op("floordiv", ("lhs", "rhs"), [], "same_as_operands", traits=_ELEMENTWISE + (ZERO_DIVISOR_CHECKED,),
     semantics="Integer division truncating toward zero (C). x // 0 is all ones (-1 signed, the maximum unsigned), "
               "as an NVIDIA GPU gives. INT_MIN // -1 wraps to INT_MIN. Never undefined: backends guard both cases.")
@@ -345,6 +354,19 @@ _op("atomic_cas", ("pointer", "compare", "value"), [Attr("sem", "str", "acq_rel"
     "atomic_cas", effects=(READS, WRITES, SYNCHRONIZES),
     semantics="Where memory equals compare bit for bit (-0 does not match +0; a NaN matches the same NaN bits), "
               "stores value; returns the old contents.")
+_op("atomic_load", ("pointer", _opt("mask")),
+    [Attr("sem", "str", "acquire", ("acquire", "relaxed")), Attr("scope", "str", "gpu", _SCOPES)],
+    "load", effects=(READS, SYNCHRONIZES),
+    semantics="tl.atomic_load: reads one element per active lane as a single access (never torn, never merged "
+              "with another read nor moved out of a loop); sem=acquire orders the program's later accesses after "
+              "it, and after the writes of the release it reads from. Masked-off lanes give 0. Bounds as for "
+              "load. i1 is read as i8 by the frontend.")
+_op("atomic_store", ("pointer", "value", _opt("mask")),
+    [Attr("sem", "str", "release", ("release", "relaxed")), Attr("scope", "str", "gpu", _SCOPES)],
+    "store", effects=(WRITES, SYNCHRONIZES),
+    semantics="tl.atomic_store: writes value per active lane as a single access; sem=release orders the "
+              "program's earlier accesses before it. Two programs storing to one address this way is no race: "
+              "the later in memory order lands. Lanes of one op touching one address land in lane order.")
 _op("barrier", (), [], "none", effects=(SYNCHRONIZES,),
     semantics="Orders the memory accesses of the threads of one program (__syncthreads); no effect across "
               "programs.")
@@ -397,8 +419,11 @@ _op("philox", ("c0", "c1", "c2", "c3", "k0", "k1"), [Attr("n_rounds", "int")], "
 # debugging and hints -------------------------------------------------------------------------------------
 _op("print", (_many("values"),), [Attr("prefix", "str"), Attr("hex", "bool", False)], "none", effects=(REPORTS,),
     semantics="Prints each active lane's values, one line per lane, in compiled Triton's format.")
-_op("assert", ("condition",), [Attr("message", "str")], "none", effects=(REPORTS,),
-    semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false.")
+_op("assert", ("condition",), [Attr("message", "str"), Attr("debug_only", "bool", False)], "none",
+    effects=(REPORTS,),
+    semantics="Stops the kernel with a DeviceAssertionError naming the program and lane where condition is false. "
+              "debug_only: checked in debug mode only (tl.expect_zero, as Triton checks it in debug builds only); "
+              "without debug mode the op does nothing.")
 _op("assume", ("condition",), [], "none", effects=(REPORTS,),
     semantics="A promise that condition (i1, a scalar or every lane of a block) holds where the op runs. Compiled "
               "backends that trust hints take `x >= c` / `x > c` (c a constant, c >= 0 / c >= -1) as the fact that "
@@ -455,6 +480,9 @@ MATH_OPCODES = opcodes_with(MATH)
 POINTER_READS = opcodes_with(READS, operand="pointer")
 POINTER_WRITES = opcodes_with(WRITES, operand="pointer")
 ATOMICS = POINTER_READS & POINTER_WRITES
+# Reads that synchronize with other programs (atomics, atomic loads): a result the kernel uses is
+# how programs talk through memory.
+SYNCHRONIZING_READS = opcodes_with(READS, SYNCHRONIZES, operand="pointer")
 # Ops that compute nothing (a lane costs a read): a CPU backend computes them where they are used
 # rather than keeping their blocks in memory.
 COPYING_OPCODES = opcodes_with(COPIES)

@@ -209,6 +209,7 @@ class pointer_type:
     """A pointer to elements of ``element_ty`` in global memory."""
 
     __slots__ = ("element_ty",)
+    const = False  # a pointer to constant data (``const_pointer_type``): the frontend refuses stores through it
 
     def __init__(self, element_ty: dtype):
         object.__setattr__(self, "element_ty", element_ty)
@@ -299,6 +300,20 @@ class pointer_type:
 
 
 ScalarType = Any  # dtype | pointer_type
+
+
+class const_pointer_type(pointer_type):
+    """A pointer to constant data: what a kernel parameter annotated ``tl.const`` holds, and the
+    pointers computed from it. The frontend refuses to store through it, as Triton does. It equals
+    the plain pointer type (the IR and the backends do not tell them apart): constness is checked
+    while the kernel is compiled, and is not printed in the IR."""
+
+    __slots__ = ()
+    const = True
+
+    @property
+    def name(self) -> str:
+        return f"const pointer<{self.element_ty}>"
 
 
 class block_type:

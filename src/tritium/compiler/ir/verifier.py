@@ -77,6 +77,11 @@ def _rule_i32(op):
     return None if op.result.type == T.int32 else f"gives {op.result.type}, expected i32"
 
 
+def _rule_special_register(op):
+    expected = T.int64 if op.attrs.get("name") == "globaltimer" else T.int32
+    return None if op.result.type == expected else f"gives {op.result.type}, expected {expected}"
+
+
 def _rule_splat(op):
     src, out = op.operands[0].type, op.result.type
     if src.is_block() or not out.is_block() or out.element_ty != src:
@@ -395,12 +400,12 @@ RESULT_RULES: dict[str, Callable[[Operation], Optional[str]]] = {
     "cmp": _rule_cmp, "select": _rule_select, "addptr": _rule_addptr, "libdevice": _rule_libdevice,
     "load": _rule_load, "store": _rule_store, "tile_load": _rule_tile_load, "tile_store": _rule_tile_store, "atomic": _rule_atomic, "atomic_cas": _rule_atomic_cas,
     "reduce": _rule_reduce, "scan": _rule_scan, "dot": _rule_dot, "philox": _rule_philox, "if": _rule_if,
-    "inline_asm": _rule_inline_asm,
+    "inline_asm": _rule_inline_asm, "special_register": _rule_special_register,
     "for": _rule_for, "while": _rule_while,
 }
 # Rules that need exactly one result before they run.
 _ONE_RESULT = frozenset(RESULT_RULES) - {"none", "reduce", "scan", "split", "philox", "inline_asm", "if", "for", "while",
-                                         "tile_store"}
+                                         "tile_store", "store"}
 
 
 # operands and attributes ------------------------------------------------------------------------------

@@ -131,4 +131,7 @@ popc = _function("popc", {("int32",): ("__nv_popc", "int32"), ("int64",): ("__nv
 clz = _function("clz", {("int32",): ("__nv_clz", "int32"), ("int64",): ("__nv_clzll", "int32")}, 1,
                 doc="The number of leading zero bits.")
 
-__all__ = sorted(_ARITY)  # noqa: PLE0605 - a list
+from .libdevice_integer import brev, byte_perm, ffs, hadd, mul24, mulhi, rhadd, sad  # noqa: E402,F401
+from .libdevice_integer import NAMES as _INTEGER_NAMES  # noqa: E402
+
+__all__ = sorted([*_ARITY, *_INTEGER_NAMES])  # noqa: PLE0605 - a list
