@@ -16,10 +16,13 @@ from tritium import knobs
 @pytest.fixture(autouse=True)
 def _no_hooks_left_behind():
     runtime = knobs.runtime
-    chains = [getattr(runtime, name) for name in ("launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook",
-                                                   "kernel_load_end_hook")]
-    before = [list(chain.calls) for chain in chains]
+    names = ("launch_enter_hook", "launch_exit_hook", "kernel_load_start_hook", "kernel_load_end_hook")
     with runtime.scope():
+        for name in names:  # each test starts from an empty chain, whatever an earlier one assigned
+            if not hasattr(getattr(runtime, name), "calls"):
+                delattr(runtime, name)
+        chains = [getattr(runtime, name) for name in names]
+        before = [list(chain.calls) for chain in chains]
         yield
     for chain, calls in zip(chains, before):
         chain.calls[:] = calls
