@@ -108,3 +108,28 @@ def test_ir_locations_record_the_call_site():
     load = next(op for op in kernel.ir.walk() if op.opcode == "load")
     assert load.loc.inlined_at is not None and load.loc.inlined_at.function == "_through_helper"
     assert "<- test_strict_and_locations.py:" in str(kernel.ir)
+
+
+@triton.jit
+def _block_pointer_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    source = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    tl.store(y_ptr + tl.arange(0, BLOCK), tl.load(source, boundary_check=(0,)), mask=tl.arange(0, BLOCK) < n)
+
+
+def test_block_pointers_run_and_strict_mode_warns_that_triton_3_9_has_none(monkeypatch):
+    import numpy as np
+
+    import warnings
+
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        _block_pointer_copy[(1,)](x, y, 8, BLOCK=8)  # kept, without a word
+    assert y.tolist() == x.tolist()
+    monkeypatch.setenv("TRITIUM_STRICT", "1")
+    with pytest.warns(DeprecationWarning, match="Triton 3.9 removed block pointers") as record:
+        triton.jit(_block_pointer_copy.fn)[(1,)](x, y, 8, BLOCK=8)
+    from pathlib import Path
+
+    assert record[0].filename == __file__
+    assert "make_block_ptr" in Path(__file__).read_text().splitlines()[record[0].lineno - 1]

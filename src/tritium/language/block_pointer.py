@@ -172,7 +172,15 @@ def store_block(ptr: BlockPointer, value, boundary_check=(), cache_modifier="", 
 @builtin
 def make_block_ptr(base, shape, strides, offsets, block_shape, order):
     """A pointer to the ``block_shape`` tile at ``offsets`` of the tensor at ``base`` with ``shape`` and
-    ``strides`` (in elements). ``order`` lists the dimensions from the fastest-varying one (a layout hint)."""
+    ``strides`` (in elements). ``order`` lists the dimensions from the fastest-varying one (a layout hint).
+    Triton 3.9 removed block pointers; tritium keeps them, and ``TRITIUM_STRICT=1`` warns where one is
+    made (code meant for Triton 3.9 takes ``tl.make_tensor_descriptor`` instead)."""
+    from .. import config
+    from .standard import _warn_at_kernel_line
+
+    if config.strict():
+        _warn_at_kernel_line("tl.make_block_ptr: Triton 3.9 removed block pointers, so this kernel does not compile "
+                             "there; use tl.make_tensor_descriptor (tritium keeps block pointers)", DeprecationWarning)
     base = unwrap(base)
     if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.is_block():
         raise TypeError(f"make_block_ptr's base must be a scalar pointer (a tensor argument), got {base!r}")
