@@ -57,3 +57,22 @@ def test_an_unsigned_tail_written_the_other_way_round(n):
     expected = np.zeros(256, np.int32)
     expected[:n] = x[:n] + 1
     np.testing.assert_array_equal(y, expected)
+
+
+@triton.jit
+def _unsigned_64_tail(x_ptr, y_ptr, n, BLOCK: tl.constexpr, BELOW: tl.constexpr):
+    offs = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.uint64)
+    mask = offs < n if BELOW else offs >= n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0) + 1, mask=mask)
+
+
+@pytest.mark.parametrize("below", [True, False])
+@pytest.mark.parametrize("n", [2 ** 64 - 1, 2 ** 63 + 5, 200, 0])
+def test_a_uint64_bound_beyond_every_signed_value(n, below):
+    """``offs < n`` / ``offs >= n`` with n a uint64 past 2**63: every lane on / off (a signed
+    comparison says the opposite)."""
+    x = np.arange(256, dtype=np.int32)
+    y = np.zeros(256, np.int32)
+    _unsigned_64_tail[(2,)](x, y, np.uint64(n), BLOCK=128, BELOW=below)
+    on = np.arange(256) < n if below else np.arange(256) >= n
+    np.testing.assert_array_equal(y, np.where(on, x + 1, 0))

@@ -223,22 +223,27 @@ class Checks:
                 continue
             n = test_shape[bound.index_dim]
             # index runs through consecutive values: index[j] = index[0] + j, so the comparison
-            # turns at lane bound - index[0] (+1 for <= and >), clamped to the block
+            # turns at lane bound - index[0] (one further for <= and >), clamped to the block; compared
+            # in the index's signedness (a uint64 bound may exceed every signed value)
             kind = bound.index.type.scalar
+            signed = kind.is_int_signed() and not kind.is_bool()
             zeros = tuple(ir.Constant(I64, 0) for _ in _shape(bound.index.type))
-            widen = b.sext if kind.is_int_signed() and not kind.is_bool() else b.zext
+            widen = b.sext if signed else b.zext
             first = self.value_at(bound.index, zeros)
             limit = self.value_at(bound.bound, tuple(ir.Constant(I64, 0) for _ in _shape(bound.bound.type)))
             first, limit = (x if x.type == I64 else widen(x, I64) for x in (first, limit))
-            turn = b.sub(limit, first)
-            if bound.inclusive == (bound.side == "upper"):
-                turn = b.add(turn, ir.Constant(I64, 1))
-            turn = b.select(b.icmp_signed("<", turn, ir.Constant(I64, 0)), ir.Constant(I64, 0), turn)
-            turn = b.select(b.icmp_signed(">", turn, ir.Constant(I64, n)), ir.Constant(I64, n), turn)
+            reaches = b.icmp_signed(">=", limit, first) if signed else b.icmp_unsigned(">=", limit, first)
+            block = ir.Constant(I64, n)
+            gap = b.sub(limit, first)  # >= 0 as an unsigned number where ``reaches``
+            below = b.select(reaches, b.select(b.icmp_unsigned("<", gap, block), gap, block), ir.Constant(I64, 0))
+            if bound.inclusive == (bound.side == "upper"):  # <= and >: the lane at the bound counts
+                one_more = b.add(below, ir.Constant(I64, 1))
+                below = b.select(reaches, b.select(b.icmp_signed("<", one_more, block), one_more, block),
+                                 ir.Constant(I64, 0))
             if bound.side == "upper":
-                start, end = ir.Constant(I64, 0), turn
+                start, end = ir.Constant(I64, 0), below
             else:
-                start, end = turn, ir.Constant(I64, n)
+                start, end = below, block
             if extents[bound.dim] is not None:
                 low, high = extents[bound.dim]
                 start = b.select(b.icmp_signed(">", start, low), start, low)

@@ -319,6 +319,9 @@ def _check_box(ex, op: Operation, mask: Value, box: MaskInfo, rows) -> None:
             lanes = lanes + np.arange(dims[bound.dim], dtype=np.int64) * unit_of(bound.index.type)
             shape[bound.dim + 1] = dims[bound.dim]
         limit = limit.reshape(limit.shape[0], -1)[:, :1]
+        kind = bound.index.type.scalar
+        if kind.is_int() and kind.is_int_unsigned():  # (int64 data: a uint64 past 2**63 reads negative)
+            lanes, limit = lanes.astype(np.uint64), limit.astype(np.uint64)
         if bound.side == "upper":
             passes = lanes <= limit if bound.inclusive else lanes < limit
         else:
