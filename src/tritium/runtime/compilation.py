@@ -3,6 +3,7 @@ when the backend keeps stages there), and ``tritium.compile``, which does it wit
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .. import config, knobs
@@ -73,7 +74,7 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
         return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     for text in compiled_ir.static_output:
         sys.stdout.write(text)
-    name = kernel_fn.__name__
+    name = _kernel_name(kernel_fn, specs)
     start = knobs.active_hook(knobs.runtime, "kernel_load_start_hook")
     if start is not None:  # Triton's (module, function, name, metadata_group, hash); tritium keeps no files
         start(None, None, name, {}, kernel_hash(name, key, backend.name, options))
@@ -85,7 +86,7 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
         note_interpreter_fallback(kernel_fn.__name__, backend.name, error)
         return _on_the_interpreter(kernel_fn, specs, attrs, options, key, target)
     target = target if target is not None else backend.default_target()
-    kernel = CompiledKernel(kernel_fn.__name__, key, compiled_ir.function, executable, backend.name, options, target,
+    kernel = CompiledKernel(name, key, compiled_ir.function, executable, backend.name, options, target,
                             fn=kernel_fn, specs=dict(specs), launcher=launch_direct,
                             protocol_launcher=launch_protocol)
     _dump_stages(kernel.name, executable.asm)
@@ -93,6 +94,44 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     if end is not None:
         end(None, kernel.function, kernel.name, {}, kernel.hash)
     return kernel
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What ``@jit(repr=f)`` hands ``f``, as Triton does: ``signature`` (parameter name -> Triton's type
+    string: "i32", "u64", "fp32", "*fp16", or "constexpr") and ``constants`` (name -> value, for the
+    constexpr parameters and the integers specialized because they equal 1)."""
+
+    signature: dict
+    constants: dict
+
+
+def _type_text(spec) -> str:
+    from ..compiler.ir import types as T
+
+    if isinstance(spec, T.pointer_type):
+        return "*" + _type_text(spec.element_ty)
+    return {"int1": "i1"}.get(spec.name, spec.ir_name.replace("ui", "u") if hasattr(spec, "ir_name") else str(spec))
+
+
+def _kernel_name(kernel_fn, specs: dict) -> str:
+    """The compiled kernel's name: the function's, or what ``@jit(repr=f)`` makes of the specialization."""
+    make = getattr(kernel_fn, "repr", None)
+    if make is None:
+        return kernel_fn.__name__
+    from ..language.core import constexpr
+
+    signature, constants = {}, {}
+    for name, spec in specs.items():
+        if isinstance(spec, constexpr):
+            signature[name] = "constexpr"
+            constants[name] = spec.value
+        else:
+            try:
+                signature[name] = _type_text(spec)
+            except AttributeError:
+                signature[name] = str(spec)
+    return str(make(Specialization(signature, constants)))
 
 
 def _backend_for_target(target: Any) -> Backend:

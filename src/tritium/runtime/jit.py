@@ -186,6 +186,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.constexprs = [p.num for p in self.params if p.is_constexpr]
         self._constexpr_set = frozenset(self.constexprs)
         self.debug = debug
+        self.repr = repr  # specialization -> the compiled kernel's name (compilation._kernel_name)
         self.launch_metadata = launch_metadata  # (grid, kernel metadata, arguments) -> what launch hooks add
         self._fast: dict[tuple, tuple] = {}  # the binder's key -> (kernel, its direct launcher or None)
         self._binder: Optional[Callable] = None  # made at the first launch (binder.make_binder)
@@ -461,7 +462,7 @@ def jit(fn: Optional[Callable] = None, *, do_not_specialize=(), debug=None, noin
     """Decorates a kernel (or a helper called from kernels)."""
 
     def decorate(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline,
+        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline, repr=repr,
                            launch_metadata=launch_metadata,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment)
 
