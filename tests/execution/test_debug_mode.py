@@ -13,7 +13,6 @@ faults give what a GPU gives (x // 0 == -1, NaN -> 0, int32 wraps, the last stor
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ import torch
 
 import tritium as triton
 import tritium.language as tl
+from helpers_kernel_checks import assert_points_at
 from tritium import compat
 from tritium.errors import (DeviceAssertionError, DivisionByZeroError, IntegerOverflowError,
                             InvalidConversionError, RaceError, TritonError)
@@ -42,19 +42,6 @@ pytestmark = pytest.mark.not_on_backend(
 def plain_environment(monkeypatch):
     for name in ("TRITIUM_DEBUG", "TRITIUM_SHUFFLE", "TRITIUM_SPIN_CHECK_AFTER", "TRITIUM_BATCH_ELEMENTS"):
         monkeypatch.delenv(name, raising=False)
-
-
-def line_of(kernel, text: str) -> int:
-    """The file line of the first source line of ``kernel`` containing ``text``."""
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
-
-
-def assert_points_at(error, kernel, text: str):
-    line = line_of(kernel, text)
-    assert error.loc.line == line
-    message = str(error)
-    assert f"{Path(__file__).name}:{line}:" in message and text in message and "^" in message
 
 
 # races ----------------------------------------------------------------------------------------------------

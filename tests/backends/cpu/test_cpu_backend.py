@@ -668,16 +668,8 @@ def _long_but_finite(out_ptr, n):
     tl.store(out_ptr + pid, x + 7)
 
 
-@triton.jit
-def spin_unless_even(out_ptr):
-    pid = tl.program_id(0)
-    x = pid % 2
-    while x != 0:  # odd programs never leave
-        x = x * 1
-    tl.store(out_ptr + pid, pid)
-
-
 def test_a_while_loop_that_repeats_itself_is_a_deadlock_error_not_a_hang(monkeypatch):
+    from helpers_kernel_checks import spin_unless_even  # odd programs never leave their loop
     from tritium.errors import DeadlockError
 
     monkeypatch.setenv("TRITIUM_BACKEND", "cpu")

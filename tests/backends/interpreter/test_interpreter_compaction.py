@@ -11,6 +11,7 @@ import pytest
 
 import tritium as triton
 import tritium.language as tl
+from helpers_kernel_checks import spin_unless_even
 from tritium.errors import DeadlockError, OutOfBoundsError
 
 # The interpreter's own behaviour: its kernels run on it whatever the default backend is.
@@ -153,13 +154,6 @@ def test_while_with_per_program_trip_counts(only_odd_programs, batch_elements, m
         assert (int(steps[p]), int(peak[p])) == expected, p
 
 
-@triton.jit
-def spin_unless_even(out_ptr):
-    pid = tl.program_id(0)
-    x = pid % 2
-    while x != 0:  # odd programs never leave
-        x = x * 1
-    tl.store(out_ptr + pid, pid)
 
 
 def test_endless_loop_of_some_programs_names_them(monkeypatch):

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 import tritium as triton
 import tritium.language as tl
+from helpers_kernel_checks import assert_points_at
 from tritium import compat
 from tritium.errors import DeadlockError
 
@@ -24,18 +24,6 @@ ROOT = Path(__file__).resolve().parents[3]
 def plain_environment(monkeypatch):
     for name in ("TRITIUM_DEBUG", "TRITIUM_SHUFFLE", "TRITIUM_SPIN_CHECK_AFTER", "TRITIUM_BATCH_ELEMENTS"):
         monkeypatch.delenv(name, raising=False)
-
-
-def line_of(kernel, text: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
-
-
-def assert_points_at(error, kernel, text: str):
-    line = line_of(kernel, text)
-    assert error.loc.line == line
-    message = str(error)
-    assert f"{Path(__file__).name}:{line}:" in message and text in message and "^" in message
 
 
 def _gelu_kernel():
