@@ -240,7 +240,10 @@ class _Assigner(Choices):
         load = value.owner
         if load is None or load.opcode != "load" or self.uses.get(value.id) != 1 or load.attrs.get("volatile"):
             return None
-        plan = self.dot_plan(op, self.layout_of(op.results[0]))
+        try:
+            plan = self.dot_plan(op, self.layout_of(op.results[0]))
+        except _Unknown:  # a result the pass does not place: the dot stores its operands itself
+            return None
         if plan is None or plan.batched or plan.parts != 1 or plan.instruction.kind not in ("fp16", "bf16"):
             return None
         width = plan.a_swizzle if name == "a" else plan.b_swizzle
