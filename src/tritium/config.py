@@ -8,7 +8,9 @@ stages (``knobs.compilation.dump``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from typing import Any, NamedTuple, Optional
 
 from . import knobs
@@ -87,6 +89,27 @@ def interpreter_first() -> bool:
     launch on the interpreter when that launch has little work (a test suite's usual launch), and is
     compiled at its next one; see docs/cpu-backend.md, "Tiers"."""
     return knobs.environ_get("TRITIUM_INTERPRETER_FIRST", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+_timed = threading.local()
+
+
+@contextlib.contextmanager
+def timed_launches():
+    """Launches made inside (on this thread) are being timed (``triton.testing.do_bench``, the
+    autotuner): a backend runs them as it will keep running them, never on a slower first tier
+    (the CPU backend's interpreter tier compiles them at once)."""
+    depth = getattr(_timed, "depth", 0)
+    _timed.depth = depth + 1
+    try:
+        yield
+    finally:
+        _timed.depth = depth
+
+
+def launches_timed() -> bool:
+    """Whether this thread is inside ``timed_launches``."""
+    return getattr(_timed, "depth", 0) > 0
 
 
 def share_openmp() -> bool:

@@ -104,6 +104,11 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, grad_to_none=No
     """
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}")
+    with config.timed_launches():  # what is timed is the code that keeps running (no interpreter tier)
+        return _do_bench(fn, warmup, rep, grad_to_none, quantiles, return_mode)
+
+
+def _do_bench(fn: Callable, warmup: float, rep: float, grad_to_none, quantiles, return_mode: str):
     if quantiles is not None:
         quantiles = list(quantiles)
         if not all(0 <= q <= 1 for q in quantiles):

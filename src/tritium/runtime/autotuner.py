@@ -449,13 +449,14 @@ class Autotuner(_Wrapper):
             self.post_hook(full_nargs, exception=None)
 
         try:
-            if self.user_do_bench is not None:
-                result = self.user_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
-            else:
-                from ..testing import do_bench
+            with settings.timed_launches():
+                if self.user_do_bench is not None:
+                    result = self.user_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
+                else:
+                    from ..testing import do_bench
 
-                result = do_bench(kernel_call, warmup=self.num_warmups, rep=self.num_reps,
-                                  quantiles=(0.5, 0.2, 0.8))
+                    result = do_bench(kernel_call, warmup=self.num_warmups, rep=self.num_reps,
+                                      quantiles=(0.5, 0.2, 0.8))
         except _CONFIG_FAILURES:
             return [float("inf")] * 3
         return list(result) if isinstance(result, (list, tuple)) else [float(result)]

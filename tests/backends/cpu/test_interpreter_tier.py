@@ -135,3 +135,13 @@ def test_a_kernel_the_backend_cannot_compile_stays_on_the_interpreter_with_the_n
                                             r"'_histogram' runs on the interpreter instead"):
         kernel[(1,)](x, out, N=64, BINS=8)
     assert out.tolist() == [8] * 8
+
+
+def test_a_timed_kernel_is_compiled_at_its_first_launch():
+    """``do_bench`` (and the autotuner) time the code that keeps running: no interpreter tier there."""
+    kernel = _fresh(_gelu)
+    x = np.ones(100, np.float32)
+    triton.testing.do_bench(lambda: kernel[(1,)](x, np.zeros_like(x), 100, BLOCK=128), warmup=1, rep=1)
+    executable = _executable(kernel)
+    assert isinstance(executable._compiled, launcher.Executable) and executable.launches >= 2
+    assert executable._interpreted is None  # never ran there

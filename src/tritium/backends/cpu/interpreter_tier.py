@@ -6,7 +6,8 @@ even for the quick tier). So when the CPU backend is the default (TRITIUM_BACKEN
 and nothing was compiled before (no disk-cache entry), ``CPUBackend.compile`` hands back a
 ``StartsOnInterpreter``: its first launch runs on the interpreter when its work (programs x the
 largest block) is at most ``SMALL_WORK`` lanes; the second launch, a bigger first one, a debug-mode
-launch, or a read of a compiled stage (``asm["llir"]``, ``["obj"]``, ...) compiles the kernel (then
+launch, a launch being timed (``config.timed_launches``: ``do_bench``, the autotuner), or a read of a
+compiled stage (``asm["llir"]``, ``["obj"]``, ...) compiles the kernel (then
 its quick and optimized tiers, ``tiers.py``) and everything goes there from then on.
 
 The tiers must not be told apart. The interpreter and the CPU backend compute the same bits for the
@@ -100,7 +101,8 @@ class StartsOnInterpreter(ExecutableBase):
         self.launches += 1
         gx, gy, gz = (int(g) for g in grid)
         small = gx * gy * gz * self.largest_block <= SMALL_WORK
-        if self._compiled is None and self.launches == 1 and small and not debug and not config.debug_mode():
+        if self._compiled is None and self.launches == 1 and small and not debug and not config.debug_mode() \
+                and not config.launches_timed():
             self._interpreter().launch(grid, args, stream, debug=False)
             return
         self.compiled().launch(grid, args, stream, debug=debug)
