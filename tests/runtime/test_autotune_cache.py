@@ -285,3 +285,34 @@ def test_progress_line_only_on_a_terminal_and_when_enabled(monkeypatch, terminal
         assert "\rautotuning double_kernel(n=24): 2/2 configs, best 1.000 ms with BLOCK=16" in text
     else:
         assert text == ""
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (32, 64)], key=["n"], warmup=1, rep=1,
+                 cache_results=False)
+@triton.jit
+def _counted_scale(x_ptr, out_ptr, launches_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 3.0, mask=mask)
+    if tl.program_id(0) == 0:
+        tl.atomic_add(launches_ptr, 1)
+
+
+def test_a_config_tuned_on_one_backend_is_tuned_again_on_another(monkeypatch):
+    """The in-process answer is per backend: the best config on the interpreter says nothing of the
+    CPU backend's (oracle: the kernel's own launch count, one per timed call)."""
+    x = torch.arange(100, dtype=torch.float32)
+    out = torch.empty_like(x)
+
+    def launches_of_one_call() -> int:
+        launches = torch.zeros(1, dtype=torch.int32)
+        _counted_scale[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, launches, 100)
+        assert torch.equal(out, x * 3.0)
+        return int(launches[0])
+
+    monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+    assert launches_of_one_call() > 2  # tuned: both configs timed
+    assert launches_of_one_call() == 1  # the answer kept
+    monkeypatch.setenv("TRITIUM_BACKEND", "cpu")
+    assert launches_of_one_call() > 2  # another backend: tuned again
+    assert launches_of_one_call() == 1
