@@ -93,10 +93,6 @@ class StartsOnInterpreter(ExecutableBase):
             self._interpreted = interpreter.compile(self.fn, interpreter.parse_options({}), interpreter.default_target())
         return self._interpreted
 
-    @property
-    def scratch_bytes(self) -> int:
-        return self.compiled().scratch_bytes
-
     def launch(self, grid, args: Sequence[KernelArgument], stream: Any = None, *, debug: Optional[bool] = None) -> None:
         self.launches += 1
         gx, gy, gz = (int(g) for g in grid)
