@@ -11,7 +11,8 @@ from llvmlite import ir
 from ...compiler.ir import types as T
 from ...compiler.ir.ops import Operation, Value
 from ..llvm import scalar as lanes
-from ..llvm.types import I1, I64, register_type
+from ..llvm.counted_for import CountedFor
+from ..llvm.types import I64, register_type
 from ..reports import ENDLESS_LOOP as ERROR_ENDLESS_LOOP
 from .values import Buffer, _shape
 
@@ -171,24 +172,10 @@ class ControlFlow:
         advanced = self._advanced_pointers(carried, terminator_op.operands if terminator_op is not None else [])
         slots = [None if i in advanced else slot for i, slot in enumerate(self._carried_slots(carried))]
         self._copy_into(slots, inits)
-        counter_ty = op.operands[0].type
-        signed = counter_ty.is_int_signed()
-        pre = b.block
-        header = self.function.append_basic_block("for_header")
-        body_bb = self.function.append_basic_block("for_body")
-        exit_bb = self.function.append_basic_block("for_end")
-        b.branch(header)
-        b.position_at_end(header)
-        iv = b.phi(lower.type)
-        iv.add_incoming(lower, pre)
-        phis = self._enter_loop(slots, carried, inits, pre, advanced)
-        zero = ir.Constant(step.type, 0)
-        cmp = b.icmp_signed if signed else b.icmp_unsigned
-        going_up = b.icmp_signed(">", step, zero) if signed else ir.Constant(I1, 1)
-        keep = b.select(going_up, cmp("<", iv, upper), cmp(">", iv, upper))
-        b.cbranch(keep, body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        self.scalars[body.args[0].id] = iv
+        loop = CountedFor(b, self.function, lower)
+        phis = self._enter_loop(slots, carried, inits, loop.pre, advanced)
+        loop.enter_body(upper, step, op.operands[0].type.is_int_signed())
+        self.scalars[body.args[0].id] = loop.iv
         saved = dict(self.memo)
         terminator = self.lower_region(body)
         yields = list(terminator.operands) if terminator is not None else []
@@ -204,14 +191,11 @@ class ControlFlow:
             else:
                 scalar_next.append(self.value_at(v, ()) if slot is None else None)
         self.memo = saved
-        following = b.add(iv, step)
-        latch = b.block
-        iv.add_incoming(following, latch)
+        latch = loop.step(step)
         for phi, value in zip(phis, scalar_next):
             if phi is not None:
                 phi.add_incoming(value, latch)
-        b.branch(header)
-        b.position_at_end(exit_bb)
+        loop.leave()
         for i, (r, slot, phi) in enumerate(zip(op.results, slots, phis)):
             if i in advanced:
                 self.advanced[r.id] = (inits[i], phi)

@@ -11,7 +11,8 @@ from llvmlite import ir
 
 from ...compiler.analysis.effects import spins_on_memory
 from ...compiler.ir.ops import Operation, Value
-from ..llvm.types import I1, I32
+from ..llvm.counted_for import CountedFor
+from ..llvm.types import I32
 
 
 class ControlFlow:
@@ -106,23 +107,10 @@ class ControlFlow:
         layouts = self._carried_layouts(inits, body.terminator.operands if body.terminator is not None else (),
                                         [[(arg, body)] for arg in body.args[1:]], body.args[1:])
         initial = self._carried_values(layouts, inits)
-        signed = op.operands[0].type.is_int_signed()
-        pre = b.block
-        header = self.function.append_basic_block("for_header")
-        body_bb = self.function.append_basic_block("for_body")
-        exit_bb = self.function.append_basic_block("for_end")
-        b.branch(header)
-        b.position_at_end(header)
-        iv = b.phi(lower.type)
-        iv.add_incoming(lower, pre)
-        phis = self._phis(initial, pre)
-        zero = ir.Constant(step.type, 0)
-        cmp = b.icmp_signed if signed else b.icmp_unsigned
-        going_up = b.icmp_signed(">", step, zero) if signed else ir.Constant(I1, 1)
-        keep = b.select(going_up, cmp("<", iv, upper), cmp(">", iv, upper))
-        b.cbranch(keep, body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        self.scalars[body.args[0].id] = iv
+        loop = CountedFor(b, self.function, lower)
+        phis = self._phis(initial, loop.pre)
+        loop.enter_body(upper, step, op.operands[0].type.is_int_signed())
+        self.scalars[body.args[0].id] = loop.iv
         for arg, lay, values in zip(body.args[1:], layouts, phis):
             self._bind(arg, lay, values)
         self.push()
@@ -130,14 +118,11 @@ class ControlFlow:
         yields = list(terminator.operands) if terminator is not None else []
         following_values = self._carried_values(layouts, yields)
         self.pop()
-        following = b.add(iv, step)
-        latch = b.block
-        iv.add_incoming(following, latch)
+        latch = loop.step(step)
         for group, values in zip(phis, following_values):
             for phi, value in zip(group, values):
                 phi.add_incoming(value, latch)
-        b.branch(header)
-        b.position_at_end(exit_bb)
+        loop.leave()
         for r, lay, values in zip(op.results, layouts, phis):
             self._bind(r, lay, values)
 
