@@ -283,9 +283,9 @@ class ElementwiseSemantics:
         return self._emit("fma", [x, y, z], x.type)
 
     # libdevice ------------------------------------------------------------------------------------
-    def libdevice(self, name: str, args, signatures: dict) -> tensor:
-        """An elementwise libdevice function. ``signatures`` maps argument dtype names to
-        (libdevice symbol, result dtype name). As in Triton, arguments whose types match no
+    def libdevice_arguments(self, name: str, args, signatures) -> tuple[list, tuple]:
+        """``args`` as broadcast tensors whose dtype names are one of ``signatures`` (the keys of a
+        dict, or a list of tuples), and that key. As in Triton, arguments whose types match no
         signature are first promoted to a common type, then looked up again."""
         values = [self.to_tensor(a) for a in args]
         self._no_fp8e4b15_arithmetic(*(v.dtype for v in values))
@@ -299,9 +299,15 @@ class ElementwiseSemantics:
         if key not in signatures:
             accepted = " or ".join("(" + ", ".join(k) + ")" for k in signatures)
             got = ", ".join(v.dtype.name for v in values)
+            example = "float32" if T.dtype(next(iter(signatures))[0]).is_floating() else "int32"
             raise ValueError(f"libdevice.{name} does not accept ({got}): it takes {accepted}; "
-                             "convert the arguments first, e.g. x.to(tl.float32)")
-        values = self._broadcast_all(values)
+                             f"convert the arguments first, e.g. x.to(tl.{example})")
+        return self._broadcast_all(values), key
+
+    def libdevice(self, name: str, args, signatures: dict) -> tensor:
+        """An elementwise libdevice function. ``signatures`` maps argument dtype names to
+        (libdevice symbol, result dtype name) (``libdevice_arguments``)."""
+        values, key = self.libdevice_arguments(name, args, signatures)
         symbol, result = signatures[key]
         return self._emit("libdevice", values, T.with_element(values[0].type, T.dtype(result)),
                           {"fn": name, "symbol": symbol})

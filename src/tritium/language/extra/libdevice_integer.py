@@ -12,19 +12,7 @@ def _typed(name: str, args, accepted: list[tuple[str, ...]]):
     """The arguments as tensors, checked against libdevice's signatures for ``name`` (promoted to a
     common type first where none matches, as libdevice functions are)."""
     sem = _semantic()
-    values = [sem.to_tensor(a) for a in args]
-    key = tuple(v.dtype.name for v in values)
-    if key not in accepted and len(values) > 1:
-        common = values[0]
-        for v in values[1:]:
-            common, _ = sem._promote(common, v)
-        values = [sem.cast(v, common.dtype) for v in values]
-        key = tuple(v.dtype.name for v in values)
-    if key not in accepted:
-        options = " or ".join("(" + ", ".join(k) + ")" for k in accepted)
-        raise ValueError(f"libdevice.{name} does not accept ({', '.join(v.dtype.name for v in values)}): it takes "
-                         f"{options}; convert the arguments first, e.g. x.to(tl.int32)")
-    return sem, sem._broadcast_all(values)
+    return sem, sem.libdevice_arguments(name, args, accepted)[0]
 
 
 @builtin
