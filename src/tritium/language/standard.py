@@ -1,4 +1,5 @@
-"""The rest of ``tl``: creation, memory, shapes, reductions, scans, dot, and debugging builtins.
+"""The rest of ``tl``: creation, memory, shapes, reductions, scans and dot (hints and debugging:
+``debugging.py``).
 
 Names, signatures and defaults follow Triton's documentation of ``triton.language``.
 """
@@ -12,6 +13,9 @@ from ..compiler.ir import types as T
 from .core import builtin, constexpr, constexpr_function, tensor, unwrap, _semantic
 from . import block_pointer as _block_pointer
 from . import math as _math
+from .debugging import (  # noqa: F401  (part of this module's names)
+    assume, debug_barrier, device_assert, device_print, max_constancy, max_contiguous, multiple_of, static_assert,
+    static_print)
 
 
 @constexpr_function
@@ -514,78 +518,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
                           f"instead, e.g. tl.dot(q, tl.trans(k)) or tl.dot(q, k.T)")
         raise error
     return _semantic().dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
-
-
-# compiler hints ---------------------------------------------------------------------------------------
-@builtin
-def multiple_of(input, values):
-    """Promises every element of ``input`` is a multiple of ``values``; checked at run time."""
-    return _semantic().hint(input, "multiple_of", values)
-
-
-@builtin
-def max_contiguous(input, values):
-    """Promises runs of ``values`` consecutive increasing elements; checked at run time."""
-    return _semantic().hint(input, "max_contiguous", values)
-
-
-@builtin
-def max_constancy(input, values):
-    """Promises runs of ``values`` equal elements; checked at run time."""
-    return _semantic().hint(input, "max_constancy", values)
-
-
-@builtin
-def assume(cond):
-    """Promises that ``cond`` holds (e.g. ``tl.assume(pid_n >= 0)``, ``tl.assume(stride > 0)``): a
-    compiler that trusts hints may take ``x >= 0`` / ``x > 0`` as a fact about ``x``, which keeps
-    runs of ``(x + arange) % n`` contiguous. The interpreter checks the promise: a false one is a
-    warning, a HintViolationError in debug mode."""
-    _semantic().assume(cond)
-
-
-@builtin
-def debug_barrier():
-    """Synchronises the threads of a program; programs here run in lock step, so it only orders."""
-    _semantic()._create("barrier")
-
-
-# debugging -------------------------------------------------------------------------------------------
-def _format_static(arg) -> str:
-    arg = unwrap(arg)
-    return str(arg)
-
-
-@builtin
-def static_print(*values, sep=" ", end="\n", file=None, flush=False):
-    """Prints at compile time, once per compilation."""
-    text = sep.join(_format_static(v) for v in values) + end
-    _semantic().static_output.append(text)
-
-
-@builtin
-def static_assert(cond, msg=""):
-    """Fails compilation when the constexpr ``cond`` is false."""
-    value = unwrap(cond)
-    if isinstance(value, tensor):
-        raise TypeError("static_assert needs a constexpr condition; use tl.device_assert for run-time values")
-    if not value:
-        raise AssertionError(f"static_assert failed: {unwrap(msg)}" if unwrap(msg) else "static_assert failed")
-
-
-@builtin
-def device_print(prefix, *args, hex=False):
-    """Prints ``prefix`` and the values of ``args`` from every program, at run time."""
-    _semantic().device_print(str(unwrap(prefix)), args, unwrap(hex))
-
-
-@builtin
-def device_assert(cond, msg="", mask=None):
-    """Raises DeviceAssertionError naming the program when ``cond`` is false in some lane."""
-    sem = _semantic()
-    if mask is not None:
-        cond = sem.logical("or", cond, sem.logical_not(mask))
-    sem.device_assert(cond, str(unwrap(msg)))
 
 
 # loops -----------------------------------------------------------------------------------------------
