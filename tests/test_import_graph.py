@@ -3,8 +3,9 @@
 Rules (docs/backends.md): compiler/ imports no backend and no runtime; backends/ import the
 compiler's IR, never the runtime; the runtime finds backends through the registry and never imports
 one by name. A folder under backends/ imports only the seam (the modules directly in backends/),
-the shared folder backends/llvm/, the layers below (compiler/ir, compiler/analysis, numerics/,
-errors, config, knobs) and itself, never another backend's folder; backends/llvm/ and the seam
+the shared folder backends/llvm/, the layers below (compiler/ir, compiler/analysis, the helpers
+passes rewrite with (compiler/passes/rewriting, for a backend's own passes), numerics/, errors,
+config, knobs) and itself, never another backend's folder; backends/llvm/ and the seam
 import no backend at all. numerics/ imports no backend. The Triton-path modules (``compat.TRITON_PATHS``) stay
 thin re-exports.
 """
@@ -24,8 +25,8 @@ SEAM = {"tritium.backends", "tritium.backends.base", "tritium.backends.registry"
 # Folders of backends/ that are not a backend: the LLVM lowering and host JIT the compiled backends share.
 SHARED_FOLDERS = {"llvm"}
 # What a folder under backends/ may import besides the seam, the shared folders and itself.
-BELOW_THE_BACKENDS = ("tritium.compiler.ir", "tritium.compiler.analysis", "tritium.numerics", "tritium.errors",
-                      "tritium.config", "tritium.knobs")
+BELOW_THE_BACKENDS = ("tritium.compiler.ir", "tritium.compiler.analysis", "tritium.compiler.passes.rewriting",
+                      "tritium.numerics", "tritium.errors", "tritium.config", "tritium.knobs")
 
 
 def _module_name(path: Path) -> str:
@@ -116,7 +117,7 @@ def _folder_problem(module: str, target: str, folders: set[str]):
     if _layer(target) == "runtime" or target == "tritium":
         return None  # reported by the rule on the runtime
     return (f"backends/{mine}/ imports only the seam (backends/*.py), backends/llvm/, compiler/ir, "
-            "compiler/analysis, numerics/, errors, config, knobs and its own folder")
+            "compiler/analysis, compiler/passes/rewriting, numerics/, errors, config, knobs and its own folder")
 
 
 def layering_violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:

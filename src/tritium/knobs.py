@@ -323,17 +323,9 @@ class env_nvidia_tool(env_base):
 
 
 def _find_nvidia_tool(binary: str):
-    import shutil
+    from .backends.cuda.nvptx import tool_path
 
-    found = shutil.which(binary)
-    if found is None:
-        try:
-            import nvidia.cuda_nvcc as package  # the pip wheel with ptxas
-
-            candidate = os.path.join(next(iter(package.__path__)), "bin", binary)
-            found = candidate if os.path.exists(candidate) else None
-        except ImportError:
-            found = None
+    found = tool_path(binary)
     return None if found is None else NvidiaTool(found)
 
 

@@ -166,3 +166,20 @@ def test_parsing_twice_gives_independent_functions():
     a.body.ops[0].attrs["axis"] = 2
     assert b.body.ops[0].attrs == {"axis": 1}
     assert a.body.ops[0].result.id != b.body.ops[0].result.id
+
+
+def test_a_copied_function_prints_the_same_and_shares_nothing_mutable():
+    """``Function.copy``: what a backend's own passes rewrite (the CUDA pipeliner), the original left
+    as it was."""
+    fn = parse_function(_everything.ir("*fp32,*i32,*fp32,i32", BLOCK=16))
+    text = print_function(fn)
+    copy = fn.copy()
+    verify(copy)
+    assert print_function(copy) == text
+    original_ids = {v.id for op in fn.walk() for v in op.results} | {a.id for a in fn.args}
+    assert not original_ids & ({v.id for op in copy.walk() for v in op.results} | {a.id for a in copy.args})
+    for op in copy.walk():  # every operand is the copy's own (or an argument of it)
+        assert not {v.id for v in op.operands} & original_ids
+    copy.body.ops[0].attrs["axis"] = 2
+    copy.body.ops.pop()
+    assert print_function(fn) == text

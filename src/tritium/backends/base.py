@@ -261,9 +261,13 @@ class Backend(abc.ABC):
         """IR opcodes this backend never runs, each with the reason: those the compiler's passes it
         does not skip rewrite away (checked against the IR spec by tests/compiler/test_ir_spec.py,
         together with ``lowered_opcodes``)."""
+        from ..compiler.ir.spec import TARGET_PASS, opcodes_with
         from ..compiler.passes.manager import removed_opcodes
 
-        return removed_opcodes(self.skipped_passes)
+        unsupported = removed_opcodes(self.skipped_passes)
+        why = "made only by the CUDA backend's own passes (its software pipeliner), never in the IR others receive"
+        unsupported.update((opcode, why) for opcode in opcodes_with(TARGET_PASS) - self.lowered_opcodes())
+        return unsupported
 
     def unavailable_reason(self) -> Optional[str]:
         """Why this backend cannot run here (a missing library or device), or None when it can."""

@@ -125,3 +125,13 @@ func @k(%x: fp16) {{
   %0 = splat %x : <64x64xfp16, {wrong}>
 }}
 """)
+
+
+def test_the_pipelined_stage_of_a_matmul_round_trips():
+    """The layouts stage of a pipelined K loop (async_copy, async_commit, async_wait, shared_slot)
+    prints, parses back to the same text and verifies."""
+    from test_cuda_ptx import _tutorial
+
+    text = _tutorial(128, 128, 64, 4).asm["layouts"]
+    assert "async_copy" in text and "shared_slot" in text
+    _round_trip(text)

@@ -460,23 +460,97 @@ def test_ptxas_reports_the_registers_and_spills_of_the_tiled_matmul():
 @pytest.mark.parametrize("block_m, block_n, block_k, num_warps", [(128, 256, 64, 8), (128, 128, 64, 8),
                                                                    (128, 128, 64, 4)])
 def test_tutorial_tiles_do_not_spill_and_copy_their_operands_asynchronously(block_m, block_n, block_k, num_warps):
-    """Triton's standard tutorial-03 configs, at sizes the blocks divide (``i32:16``): no spills
-    (ptxas ``-v``); A and B go from global memory straight into their swizzled shared tiles as 16-byte
-    ``cp.async`` copies (B's N runs survive ``% N`` given ``tl.assume(pid_n >= 0)``), one group per
-    operand, waited for once before the dot's ldmatrix; no global load goes through registers."""
+    """Triton's standard tutorial-03 configs, at sizes the blocks divide (``i32:16``), at Triton's
+    default 3 stages: no spills (ptxas ``-v``); A and B go from global memory straight into their
+    swizzled shared tiles as 16-byte ``cp.async`` copies (B's N runs survive ``% N`` given
+    ``tl.assume(pid_n >= 0)``), pipelined: two tiles' copies before the loop, one group each, then in
+    the loop a wait for all but the newest group, one barrier, the next tile's copies and their group;
+    no global load goes through registers."""
     if nvptx.ptxas_path() is None:
         pytest.skip("no ptxas here")
-    signature = dict(_TUTORIAL, M="i32:16", N="i32:16", K="i32:16")
-    constants = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8, "PRECISION": "ieee"}
-    compiled = compile_for(_matmul, signature, constants, num_warps=num_warps)
+    compiled = _tutorial(block_m, block_n, block_k, num_warps)
     report = compiled.executable.ptxas_report
     assert report.spill_stores == report.spill_loads == 0, report.text
     ptx = body(compiled)
     copies = block_k * (block_m + block_n) // (8 * 32 * num_warps)  # 16 bytes = 8 fp16 each
-    assert ptx.count("cp.async.cg.shared.global") == copies and "ld.global" not in ptx
-    assert ptx.count("cp.async.commit_group") == 2 and ptx.count("cp.async.wait_all") == 1
+    prologue, loop, after = _loop_parts(ptx)
+    assert prologue.count("cp.async.cg.shared.global") == 2 * copies and prologue.count("cp.async.commit_group") == 2
+    assert loop.count("cp.async.cg.shared.global") == copies and loop.count("cp.async.commit_group") == 1
+    assert loop.count("cp.async.wait_group \t1;") == 1 and loop.count("barrier.sync") == 1
+    assert "cp.async.wait_group \t0;" in after and "cp.async.wait_all" not in ptx and "ld.global" not in ptx
     layouts = compiled.asm["layouts"]
-    assert layouts.count("#cuda.nvmma<swizzle=128>") == 2  # the two loads' tiles (64 fp16 of K, and of N)
+    assert layouts.count("#cuda.nvmma<swizzle=128>") == 2  # the ring slots the dot reads (64 fp16 of K, of N)
+    slot = block_k * (block_m + block_n) * 2  # bytes of A's and B's tiles
+    assert compiled.metadata.shared >= 3 * slot
+
+
+def _tutorial(block_m, block_n, block_k, num_warps, **options):
+    signature = dict(_TUTORIAL, M="i32:16", N="i32:16", K="i32:16")
+    constants = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8, "PRECISION": "ieee"}
+    return compile_for(_matmul, signature, constants, num_warps=num_warps, **options)
+
+
+def _loop_parts(ptx: str) -> tuple[str, str, str]:
+    """The PTX before the K loop, its body (from the loop's label to the branch back to it), after it."""
+    branch = re.search(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);(?![\s\S]*mma\.sync)", ptx)
+    label = branch.group(1)
+    start = ptx.index(label + ":")
+    return ptx[:start], ptx[start:branch.end()], ptx[branch.end():]
+
+
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
+def test_the_pipeliner_runs_the_operand_loads_num_stages_minus_1_iterations_ahead(num_stages):
+    """``num_stages`` S: S - 1 tiles copied before the loop, a ring of S slots, the loop waiting for
+    all but the S - 2 newest groups; S = 1 leaves the loop as it was (copies waited for in the dot)."""
+    compiled = _tutorial(128, 128, 32, 4, num_stages=num_stages)
+    layouts = compiled.asm["layouts"]
+    ptx = body(compiled)
+    assert str(compiled.ir) == compiled.asm["ttir"]  # the backend rewrote a copy: the kernel's IR is the tile IR
+    if num_stages == 1:
+        assert "async_copy" not in layouts and "shared_slot" not in layouts
+        assert ptx.count("cp.async.wait_all") == 1
+        return
+    assert layouts.count("async_commit") == num_stages and f"async_wait {{pending={num_stages - 2}}}" in layouts
+    assert layouts.count(f"stages={num_stages}") == 2 * num_stages + 2  # the copies, then the two slots
+    prologue, loop, _ = _loop_parts(ptx)
+    assert prologue.count("cp.async.commit_group") == num_stages - 1
+    assert f"cp.async.wait_group \t{num_stages - 2};" in loop
+
+
+@triton.jit
+def _staged_loop(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a_ptrs = a_ptr + offs[:, None] * K + offs[None, :]
+    b_ptrs = b_ptr + offs[:, None] * BLOCK + offs[None, :]
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for _ in tl.range(0, K, BLOCK, num_stages=STAGES):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BLOCK
+        b_ptrs += BLOCK * BLOCK
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+def test_a_loops_own_num_stages_overrides_the_kernels():
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "K": "i32:16"}
+    compiled = compile_for(_staged_loop, signature, {"BLOCK": 64, "STAGES": 4}, num_stages=2)
+    layouts = compiled.asm["layouts"]
+    assert "async_wait {pending=2}" in layouts and layouts.count("async_commit") == 4
+    compiled = compile_for(_staged_loop, signature, {"BLOCK": 64, "STAGES": 1}, num_stages=3)
+    assert "async_copy" not in compiled.asm["layouts"]
+
+
+def test_the_pipelined_loop_keeps_its_stages_in_the_sass():
+    """What the hardware runs: in the K loop, LDGSTS for each 16-byte copy, one wait on the copy groups
+    (``DEPBAR.LE SB0, 0x1``: all but the newest) and one barrier."""
+    if nvptx.ptxas_path() is None or triton.knobs.nvidia.nvdisasm is None:
+        pytest.skip("no ptxas or nvdisasm here (the nvidia-cuda-nvcc and nvidia-cuda-nvdisasm wheels)")
+    compiled = _tutorial(128, 128, 64, 4)
+    sass = nvptx.disassemble(compiled.asm["cubin"])
+    back = re.search(r"@!?P\d BRA `\((\.L_x_\d+)\)[^\n]*\n(?![\s\S]*HMMA)", sass) or \
+        re.search(r"BRA `\((\.L_x_\d+)\)[^\n]*\n(?![\s\S]*HMMA)", sass)
+    loop = sass[sass.index(back.group(1) + ":"):back.end()]
+    assert loop.count("LDGSTS") == 64 * (128 + 128) // (8 * 128)
+    assert loop.count("DEPBAR.LE SB0, 0x1") == 1 and loop.count("BAR.SYNC") == 1
 
 
 def test_the_ptxas_report_is_read_from_its_text():

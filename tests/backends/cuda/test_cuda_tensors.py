@@ -197,13 +197,13 @@ def test_batched_dots_on_the_tensor_cores(z, m, n, k):
     _assert_accumulated(c, a, b)
 
 
-def _run_matmul(a, b, c, block_m, block_n, block_k, num_warps, precision):
+def _run_matmul(a, b, c, block_m, block_n, block_k, num_warps, precision, **options):
     m, k = a.shape
     n = b.shape[1]
     grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
     _matmul[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                   BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, PRECISION=precision,
-                  num_warps=num_warps)
+                  num_warps=num_warps, **options)
 
 
 @needs_gpu
@@ -216,6 +216,19 @@ def test_the_tiled_matmul_on_the_tensor_cores(kind, m, n, k, blocks, num_warps):
     _run_matmul(a, b, c, *blocks, num_warps, "tf32" if kind == "tf32" else "ieee")
     if kind == "tf32":
         a, b = _tf32(a), _tf32(b)
+    _assert_accumulated(c, a, b)
+
+
+@needs_gpu
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
+@pytest.mark.parametrize("m,n,k", [(256, 256, 4096 + 16), (200, 136, 32), (128, 384, 64), (128, 256, 0),
+                                   (300, 264, 48), (64, 128, 96)])
+def test_the_pipelined_matmul(num_stages, m, n, k):
+    """The K loop's operand loads run num_stages - 1 iterations ahead (pipeline.py): a K tail inside a
+    tile, fewer iterations than stages (one, two), none at all, partial M and N blocks."""
+    a, b = _dot_inputs("bf16", m, n, k, seed=m + n + k + num_stages)
+    c = torch.full((m, n), float("nan"), device="cuda")
+    _run_matmul(a, b, c, 128, 128, 32, 4, "ieee", num_stages=num_stages)
     _assert_accumulated(c, a, b)
 
 

@@ -123,14 +123,15 @@ class CUDABackend(Backend):
 
     def compile(self, fn: Function, options: Options, target: GPUTarget, checks: bool = False):
         """The executable of ``fn``; ``checks``: debug mode's variant, every access bounds-checked
-        (built on the first launch in debug mode, not stored on disk)."""
-        from . import assign, codegen, nvptx
+        (built on the first launch in debug mode, not stored on disk). The layouts pass places what
+        the dots touch, the pipeliner (``pipeline.py``) runs their operands' loads ahead, then the code
+        generator lowers the result."""
+        from . import codegen, nvptx
 
         _check_dot_sizes(fn)
-        assign.clear_encodings(fn)  # an earlier lowering's (debug mode's variant lowers the IR again)
         ttir = str(fn)
-        assign.assign_layouts(fn, options.num_warps, int(target.arch), async_copies=not checks)
-        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, checks=checks,
+        lowered = _placed(fn, options, int(target.arch), checks)
+        generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion, checks=checks,
                                     capability=int(target.arch))
         module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
                                                  "this op, or pass CPU tensors")
@@ -147,18 +148,22 @@ class CUDABackend(Backend):
                 from error
         ptx = f"{_SHARED_MARK}{generator.smem_bytes}\n" + ptx
         cubin, report = nvptx.assemble(ptx, arch) or (b"", None)
-        stages = {"ttir": ttir, "layouts": str(fn), "llir": llir, "ptx": ptx, "cubin": cubin}
+        stages = {"ttir": ttir, "layouts": str(lowered), "llir": llir, "ptx": ptx, "cubin": cubin}
         return self._executable(fn, stages, options, generator, target, report)
 
     def load(self, fn: Function, asm: Mapping[str, Union[str, bytes]], options: Options, target: GPUTarget):
-        from . import assign, codegen, nvptx
+        from . import codegen, nvptx
 
-        # the op table error records name ops by comes from the IR (llvm/lowering.py): nothing to lower
-        generator = codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch))
-        def layouts() -> str:  # made only when read: the pass, then the layouts chosen while lowering
-            assign.assign_layouts(fn, options.num_warps, int(target.arch))
-            codegen.Codegen(fn, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
-            return str(fn)
+        # the op table error records name ops by comes from the IR as lowered (llvm/lowering.py): the
+        # backend's passes run again, nothing is lowered
+        lowered = _placed(fn, options, int(target.arch))
+        generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion,
+                                    capability=int(target.arch))
+
+        def layouts() -> str:  # made only when read: the layouts chosen while lowering too
+            placed = _placed(fn, options, int(target.arch))
+            codegen.Codegen(placed, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
+            return str(placed)
 
         def report():  # ptxas's report of the cached PTX, made only when read
             return (nvptx.assemble(asm["ptx"], arch_name(int(target.arch))) or (None, None))[1]
@@ -174,6 +179,19 @@ class CUDABackend(Backend):
         make_checked = None if generator.checks else (lambda: self.compile(fn, options, target, checks=True))
         return launcher.Executable(fn, stages, shared, options.num_warps, generator.ops if generator.reports else None,
                                    checks=generator.checks, make_checked=make_checked, ptxas_report=ptxas_report)
+
+
+def _placed(fn: Function, options, capability: int, checks: bool = False) -> Function:
+    """A copy of ``fn`` as the code generator lowers it: the layouts pass's encodings on what the dots
+    touch, and the loops that feed them pipelined (not in debug mode's variant, whose accesses are
+    register loads and stores, each checked)."""
+    from . import assign, pipeline
+
+    lowered = fn.copy()
+    assign.assign_layouts(lowered, options.num_warps, capability, async_copies=not checks)
+    if not checks:
+        pipeline.pipeline_loops(lowered, options.num_stages)
+    return lowered
 
 
 def _check_dot_sizes(fn: Function) -> None:

@@ -131,7 +131,7 @@ class Choices:
         if not isinstance(pointer.type, T.block_type) or not isinstance(pointer.type.scalar, T.pointer_type):
             return None
         for op in region.walk():
-            if op.opcode in ("load", "store") and op.operand("pointer") is pointer:
+            if op.opcode in ("load", "store", "async_copy") and op.operand("pointer") is pointer:
                 return self.access_layout(pointer, op.operand("mask"))
         return None
 

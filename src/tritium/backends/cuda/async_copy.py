@@ -14,6 +14,11 @@ every warp's reads.
 Such tiles live in regions of their own at the start of shared memory, one per dot
 (``tile_regions``), 1024-byte aligned; the scratch memory other ops share starts after them
 (``SharedMemory.smem_pointer``), so nothing between a copy and its dot can overwrite the tile.
+
+A loop the pipeliner rewrote (``pipeline.py``) copies with ``async_copy`` ops into a ring: its dot's
+region repeated once per stage, the slot a copy fills or the dot reads (``shared_slot``) chosen at
+run time; ``async_wait`` waits for the groups and synchronizes, so such a dot neither waits nor ends
+with a barrier itself.
 """
 from __future__ import annotations
 
@@ -30,8 +35,9 @@ COPY_BYTES = 16
 
 
 def async_operands(fn: Function) -> dict:
-    """Value id of each load the layouts pass gave a tile encoding -> (its dot, "a" or "b", the
-    encoding); read before the code generator clears the encodings it writes again."""
+    """Value id of each dot operand that is copied into the dot's tile: a load the layouts pass gave
+    a tile encoding, or a ring slot (``shared_slot``) -> (its dot, "a" or "b", the encoding); read
+    before the code generator clears the encodings it writes again."""
     found = {}
     for op in fn.walk():
         if op.opcode != "dot":
@@ -43,48 +49,78 @@ def async_operands(fn: Function) -> dict:
     return found
 
 
+def _slot_op(dot: Operation) -> Optional[Operation]:
+    """The ``shared_slot`` dot ``dot``'s A operand is read from (the pipeliner gives B one of the same
+    ring and slot), or None."""
+    owner = dot.operand("a").owner
+    return owner if owner is not None and owner.opcode == "shared_slot" else None
+
+
 class AsyncCopies:
     """The code generator's side (mixed into ``Codegen``): the tile regions and the copies."""
 
     def tile_regions(self, operands: dict) -> int:
         """Lays out one region per dot with an asynchronously loaded operand (``self.tile_base``:
-        id(dot) -> its byte offset; ``self.async_tiles``: the operands); returns their bytes."""
+        id(dot) -> its byte offset; ``self.async_tiles``: the operands), a ring of them for a dot that
+        reads ring slots (``self.rings``: ring -> its dot; ``self.slot_bytes``: id(dot) -> the bytes of
+        one slot); returns their bytes."""
         self.async_tiles = operands
         self.tile_base: dict[int, int] = {}
+        self.slot_bytes: dict[int, int] = {}
+        self.rings: dict[int, Operation] = {}
         offset = 0
         for dot, _, _ in operands.values():
             if id(dot) in self.tile_base:
                 continue
             plan = self.dot_plan(dot, self.assigned_layout(dot.results[0]))
             self.tile_base[id(dot)] = offset
-            offset += -(-plan.smem_bytes // mma.TILE_ALIGN) * mma.TILE_ALIGN
+            size = -(-plan.smem_bytes // mma.TILE_ALIGN) * mma.TILE_ALIGN
+            slot = _slot_op(dot)
+            if slot is not None:
+                self.rings[slot.attrs["ring"]] = dot
+                self.slot_bytes[id(dot)] = size
+                size *= slot.attrs["stages"]
+            offset += size
         return offset
 
     def tile_pointer(self, byte_offset: ir.Value) -> ir.Value:
         """A byte of the tile regions (which the scratch memory of ``smem_pointer`` follows)."""
         return self.b.gep(self.smem, [byte_offset], source_etype=ir.IntType(8))
 
-    def operand_pointer(self, dot: Operation):
+    def operand_pointer(self, dot: Operation, slot: Optional[ir.Value] = None):
         """The function from a byte offset in ``dot``'s operand memory (``mma.Plan``'s) to a shared
-        pointer: its own tile region where it has one, else the scratch memory."""
+        pointer: its own tile region where it has one (in a ring: of the slot its operands are read
+        from, or ``slot``), else the scratch memory."""
         base = self.tile_base.get(id(dot)) if self.async_tiles else None
         if base is None:
             return self.smem_pointer
-        return lambda offset: self.tile_pointer(self.b.add(offset, ir.Constant(I32, base)))
+        start = ir.Constant(I32, base)
+        if id(dot) in self.slot_bytes:
+            if slot is None:
+                slot = self.scalar(_slot_op(dot).operand("slot"))
+            start = self.b.add(start, self.b.mul(slot, ir.Constant(I32, self.slot_bytes[id(dot)])))
+        return lambda offset: self.tile_pointer(self.b.add(offset, start))
 
-    def lower_async_copy(self, op: Operation) -> None:
-        """The load ``op`` as 16-byte ``cp.async`` copies into its dot's operand tile."""
-        b = self.b
+    def reads_ring(self, dot: Operation) -> bool:
+        """``dot`` reads its operands from ring slots: ``async_wait`` has waited for them."""
+        return id(dot) in self.slot_bytes
+
+    def copy_into_tile(self, op: Operation) -> None:
+        """The load ``op`` as 16-byte ``cp.async`` copies into its dot's operand tile, one group."""
         result = op.results[0]
         dot, name, encoding = self.async_tiles[result.id]
+        self._copy_runs(dot, name, op.operand("pointer"), op.operand("mask"), self.operand_pointer(dot))
+        self.intrinsic("llvm.nvvm.cp.async.commit.group", VOID, [])
+        result.encoding = encoding
+
+    def _copy_runs(self, dot: Operation, name: str, pointer, mask, tile) -> None:
+        b = self.b
         plan = self.dot_plan(dot, self.assigned_layout(dot.results[0]))
-        pointer, mask = op.operand("pointer"), op.operand("mask")
         layout = self.access_layout(pointer, mask)
         run = COPY_BYTES // plan.item
         pointers = self.regs(pointer, layout)
         masks = self.regs(mask, layout) if mask is not None else None
         offset_of = mma.a_offset if name == "a" else mma.b_offset
-        tile = self.operand_pointer(dot)
         for start in range(0, layout.num_regs, run):
             row, col = (mma.Lowered(b, i) for i in self.element_index(layout, start))
             destination = tile(mma._ir(offset_of(plan, 0, row, col)))
@@ -93,13 +129,29 @@ class AsyncCopies:
             if masks is not None:
                 size = b.select(masks[start], size, ir.Constant(I32, 0))
             self.intrinsic("llvm.nvvm.cp.async.cg.shared.global.16.s", VOID, [destination, source, size])
-        self.intrinsic("llvm.nvvm.cp.async.commit.group", VOID, [])
-        result.encoding = encoding
 
     def wait_for_copies(self) -> None:
         """Every copy this thread issued has landed (``cp.async.wait_all``); the caller's barrier then
         makes every thread's visible."""
         self.intrinsic("llvm.nvvm.cp.async.wait.all", VOID, [])
+
+    # the pipeliner's ops ------------------------------------------------------------------------------
+    def lower_async_copy(self, op: Operation) -> None:
+        dot = self.rings[op.attrs["ring"]]
+        tile = self.operand_pointer(dot, self.scalar(op.operand("slot")))
+        self._copy_runs(dot, op.attrs["operand"], op.operand("pointer"), op.operand("mask"), tile)
+
+    def lower_async_commit(self, op: Operation) -> None:
+        self.intrinsic("llvm.nvvm.cp.async.commit.group", VOID, [])
+
+    def lower_async_wait(self, op: Operation) -> None:
+        self.intrinsic("llvm.nvvm.cp.async.wait.group", VOID, [ir.Constant(I32, op.attrs["pending"])])
+        self.barrier()
+
+    def lower_shared_slot(self, op: Operation) -> None:
+        """No code: the dot reads the slot (``operand_pointer``)."""
+        result = op.results[0]
+        result.encoding = self.async_tiles[result.id][2]
 
 
 def copy_run(layout, shape, item: int) -> Optional[int]:

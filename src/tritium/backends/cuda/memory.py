@@ -131,7 +131,7 @@ class Memory:
             self.scalars[result.id] = self._guarded(predicate, read, fallback)
             return
         if result.id in self.async_tiles:  # straight into a dot's operand tile (async_copy.py)
-            self.lower_async_copy(op)
+            self.copy_into_tile(op)
             return
         layout = self.assigned_layout(result) or self.access_layout(pointer, mask)
         pointers = self.regs(pointer, layout)

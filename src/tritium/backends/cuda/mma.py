@@ -454,11 +454,13 @@ def lower_dot(cg, op, plan: Plan) -> None:
     stored = [(name, value, offset, columns) for name, value, offset, columns in
               (("a", a, a_offset, True), ("b", bm, b_offset, plan.instruction.trans_b)) if name not in copied]
     parts = [(_operand_parts(cg, plan, value), offset, columns) for _, value, offset, columns in stored]
-    if copied:
+    from_ring = cg.reads_ring(op)  # async_wait has waited for the copies, and synchronized
+    if copied and not from_ring:
         cg.wait_for_copies()
-    else:
+    elif not copied:
         cg.reserve(plan.smem_bytes)
-    cg.barrier()
+    if not from_ring:
+        cg.barrier()
     if parts:
         for part in range(plan.parts):
             for (values, layout), offset, columns in parts:
@@ -496,8 +498,8 @@ def lower_dot(cg, op, plan: Plan) -> None:
     else:
         values = cg.loop(ir.Constant(I32, 0), ir.Constant(I32, plan.k_steps), 1, acc_regs,
                          lambda i, carried: step(Lowered(cg.b, i, late=True), carried))
-    if copied:  # the next copies into these tiles (the next iteration's) wait for every warp's reads
-        cg.barrier()
+    if copied and not from_ring:  # the next copies into these tiles (the next iteration's) wait for every
+        cg.barrier()               # warp's reads (into a ring: the next async_wait's barrier does)
     out_type = result.type.scalar
     values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in values]
     cg.dist[result.id] = (layout_c, values)

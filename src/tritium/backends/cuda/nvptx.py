@@ -74,14 +74,37 @@ def libdevice_path() -> Optional[str]:
     return None
 
 
+def tool_path(binary: str) -> Optional[str]:
+    """Where the CUDA tool ``binary`` (ptxas, nvdisasm, cuobjdump) is: NVIDIA's pip wheels, a CUDA
+    toolkit, the PATH; None when nowhere."""
+    for candidate in _site_candidates("bin", binary) + _toolkit_candidates("bin", binary):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(binary)
+
+
 @functools.cache
 def ptxas_path() -> Optional[str]:
     if os.environ.get("TRITIUM_PTXAS"):
         return os.environ["TRITIUM_PTXAS"]
-    for candidate in _site_candidates("bin", "ptxas") + _toolkit_candidates("bin", "ptxas"):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return shutil.which("ptxas")
+    return tool_path("ptxas")
+
+
+def disassemble(cubin: bytes) -> Optional[str]:
+    """The SASS of ``cubin`` as ``nvdisasm`` prints it (``knobs.nvidia.nvdisasm``: the
+    nvidia-cuda-nvdisasm wheel or a toolkit's); None where there is none."""
+    from ... import knobs
+
+    tool = knobs.nvidia.nvdisasm
+    if tool is None or not cubin:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "kernel.cubin")
+        pathlib.Path(path).write_bytes(cubin)
+        done = subprocess.run([tool.path, "-c", path], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise InternalError(f"nvdisasm could not read the cubin: {done.stderr.strip()[:500]}")
+    return done.stdout
 
 
 @functools.cache

@@ -148,6 +148,34 @@ class Function:
     def walk(self) -> Iterator[Operation]:
         return self.body.walk()
 
+    def copy(self) -> Function:
+        """A function of new values and operations that computes the same (types, attributes,
+        locations and encodings shared or copied): what a backend's own passes rewrite, leaving this
+        one to the others."""
+        mapping: dict[int, Value] = {}
+
+        def value(old: Value, owner: Optional[Operation] = None) -> Value:
+            new = Value(old.type, owner)
+            new.encoding = old.encoding
+            mapping[old.id] = new
+            return new
+
+        def region(old: Region) -> Region:
+            new = Region()
+            new.args = [value(a) for a in old.args]
+            new.ops = [operation(op) for op in old.ops]
+            return new
+
+        def operation(old: Operation) -> Operation:
+            new = Operation(old.opcode, [mapping.get(v.id, v) for v in old.operands], [], dict(old.attrs), (),
+                            old.loc, old.operand_names)
+            new.regions = [region(r) for r in old.regions]
+            new.results = [value(r, new) for r in old.results]
+            return new
+
+        return Function(self.name, list(self.arg_names), region(self.body), self.loc, dict(self.constants),
+                        [dict(a) for a in self.arg_attrs])
+
     def __str__(self) -> str:
         from .printer import print_function
 

@@ -57,8 +57,11 @@ SHARED_MEMORY = "shared_memory"
 OVERFLOW_CHECKED = "overflow_checked"
 # Debug mode stops the kernel where an integer operand divides by zero.
 ZERO_DIVISOR_CHECKED = "zero_divisor_checked"
+# Made by a backend's own passes from ops of the tile IR (the CUDA backend's software pipeliner), never by
+# the frontend: the backends that do not make them never see them.
+TARGET_PASS = "target_pass"
 TRAITS = frozenset({ELEMENTWISE, COMMUTATIVE, PURE, TERMINATOR, MAY_RAISE, MATH, FP_ONLY, INEXACT, COPIES, VIEW,
-                    REPEATS, SHARED_MEMORY, OVERFLOW_CHECKED, ZERO_DIVISOR_CHECKED})
+                    REPEATS, SHARED_MEMORY, OVERFLOW_CHECKED, ZERO_DIVISOR_CHECKED, TARGET_PASS})
 
 _REQUIRED = object()
 
@@ -412,6 +415,24 @@ _op("dot", ("a", "b", "accumulator"), [Attr("input_precision", "str", "ieee", ("
               "bits dropped, as an H200's tensor cores do); tf32x3 splits each input into a tf32 high part and "
               "remainder and sums three products.")
 
+# software pipelining (made by the CUDA backend's pipeliner, backends/cuda/pipeline.py) ------------------------
+_RING = [Attr("ring", "int"), Attr("stages", "int"), Attr("operand", "str", choices=("a", "b"))]
+_op("async_copy", ("pointer", "slot", _opt("mask")), _RING, "none", effects=(READS,),
+    traits=(TARGET_PASS,),
+    semantics="Starts copying the block pointer points at (0 where mask is false; a lane reads nothing there) into "
+              "slot `slot` (i32, 0 <= slot < stages) of shared-memory ring `ring`, the operand `operand` of the dot "
+              "that reads the ring through shared_slot. The copy lands later: async_wait says when.")
+_op("async_commit", (), [], "none", effects=(SYNCHRONIZES,), traits=(TARGET_PASS,),
+    semantics="Closes the group of the async_copy ops this thread started since the last commit.")
+_op("async_wait", (), [Attr("pending", "int")], "none", effects=(SYNCHRONIZES,), traits=(TARGET_PASS,),
+    semantics="Waits until at most `pending` of this thread's committed groups are still in flight, then for every "
+              "thread of the program (a barrier), so that every copy of the groups before has landed for all.")
+_op("shared_slot", ("slot",), _RING + [Attr("shape", "ints"), Attr("dtype", "dtype")], "shared_slot",
+    effects=(READS,), traits=(TARGET_PASS,),
+    semantics="The block of `shape` and `dtype` that the async_copy ops into slot `slot` of ring `ring` left there "
+              "(read where the dot reads it: it must follow an async_wait that covers those copies, and precede "
+              "the next copy into that slot).")
+
 # random numbers --------------------------------------------------------------------------------------
 _op("philox", ("c0", "c1", "c2", "c3", "k0", "k1"), [Attr("n_rounds", "int")], "philox", traits=_PURE,
     semantics="n_rounds of Philox-4x32 on counter (c0..c3) with key (k0, k1), u32 lanes; four results.")
@@ -476,8 +497,9 @@ def opcodes_with(*names: str, operand: Optional[str] = None) -> frozenset[str]:
 TERMINATORS = opcodes_with(TERMINATOR)
 MATH_OPCODES = opcodes_with(MATH)
 # Ops that read (write) memory at one address per lane, that of their ``pointer`` operand: a lane of
-# the result of a reading one is the memory another program may have written.
-POINTER_READS = opcodes_with(READS, operand="pointer")
+# the result of a reading one is the memory another program may have written. (The CUDA pipeliner's
+# async_copy, which reads so into shared memory, is made after every analysis that reads these.)
+POINTER_READS = opcodes_with(READS, operand="pointer") - opcodes_with(TARGET_PASS)
 POINTER_WRITES = opcodes_with(WRITES, operand="pointer")
 ATOMICS = POINTER_READS & POINTER_WRITES
 # Reads that synchronize with other programs (atomics, atomic loads): a result the kernel uses is

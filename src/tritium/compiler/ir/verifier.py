@@ -327,6 +327,13 @@ def _rule_dot(op):
     return None
 
 
+def _rule_shared_slot(op):
+    if op.operands[0].type != T.int32:
+        return f"shared_slot's slot is {op.operands[0].type}, not i32"
+    expected = T.block_type(op.attrs["dtype"], tuple(op.attrs["shape"]))
+    return None if op.result.type == expected else f"shared_slot of {expected} gives {op.result.type}"
+
+
 def _rule_inline_asm(op):
     shapes = {T.shape_of(v.type) for v in op.operands}
     if len(shapes) > 1:
@@ -401,7 +408,7 @@ RESULT_RULES: dict[str, Callable[[Operation], Optional[str]]] = {
     "load": _rule_load, "store": _rule_store, "tile_load": _rule_tile_load, "tile_store": _rule_tile_store, "atomic": _rule_atomic, "atomic_cas": _rule_atomic_cas,
     "reduce": _rule_reduce, "scan": _rule_scan, "dot": _rule_dot, "philox": _rule_philox, "if": _rule_if,
     "inline_asm": _rule_inline_asm, "special_register": _rule_special_register,
-    "for": _rule_for, "while": _rule_while,
+    "for": _rule_for, "while": _rule_while, "shared_slot": _rule_shared_slot,
 }
 # Rules that need exactly one result before they run.
 _ONE_RESULT = frozenset(RESULT_RULES) - {"none", "reduce", "scan", "split", "philox", "inline_asm", "if", "for", "while",

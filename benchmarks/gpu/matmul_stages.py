@@ -1,0 +1,140 @@
+"""Triton's tutorial-03 fp16 matmul under tritium's CUDA backend and under Triton, config by config and
+stage count by stage count, on one GPU in one process, each checked against torch (cuBLAS).
+
+    python benchmarks/gpu/matmul_stages.py [--size 4096] [--repeat 3]
+
+The kernel's source (the tutorial's, K tail masked) is written once and imported under both compilers.
+Each row: the config, tritium's and Triton's TFLOP/s (median of ``do_bench`` medians, alternating), the
+ratio, each one's first call (compilation included) and tritium's shared memory; cuBLAS's TFLOP/s last.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+
+import torch
+
+SOURCE = '''
+import {lib} as triton
+import {lib}.language as tl
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    programs_m = tl.cdiv(M, BLOCK_M)
+    programs_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * programs_n
+    first_m = pid // in_group * GROUP_M
+    group_m = min(programs_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+    tl.assume(pid_m >= 0)
+    tl.assume(pid_n >= 0)
+    tl.assume(stride_am > 0)
+    tl.assume(stride_ak > 0)
+    tl.assume(stride_bn > 0)
+    tl.assume(stride_bk > 0)
+    tl.assume(stride_cm > 0)
+    tl.assume(stride_cn > 0)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(tl.float16)
+    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, c, mask=(cm[:, None] < M) & (cn[None, :] < N))
+'''
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): Triton's tutorial-03 fp16 configs, and the
+# stage counts around them
+CONFIGS = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 4, 4),
+           (128, 128, 32, 4, 4), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4), (128, 128, 64, 4, 1),
+           (128, 128, 64, 4, 2), (128, 128, 32, 4, 1)]
+
+
+def load(lib: str):
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, f"tutorial03_{lib}.py")
+    with open(path, "w") as f:
+        f.write(SOURCE.format(lib=lib))
+    spec = importlib.util.spec_from_file_location(f"tutorial03_{lib}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    import triton
+    from triton.testing import do_bench
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    kernels = {"tritium": load("tritium"), "triton": load("triton")}
+    size = args.size
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(size, size, device="cuda", generator=generator).half()
+    b = torch.randn(size, size, device="cuda", generator=generator).half()
+    expected = a @ b
+    out = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    flop = 2 * size ** 3
+    print(f"card: {torch.cuda.get_device_name()}; tutorial-03 fp16 matmul {size}^3; TFLOP/s")
+    print(f"{'config':>22} {'tritium':>8} {'triton':>8} {'ratio':>6} {'first s':>15} {'smem KB':>8}")
+    for bm, bn, bk, warps, stages in CONFIGS:
+        grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
+
+        def run(lib):
+            return kernels[lib].matmul[grid](a, b, out, size, size, size, a.stride(0), a.stride(1), b.stride(0),
+                                             b.stride(1), out.stride(0), out.stride(1), BLOCK_M=bm, BLOCK_N=bn,
+                                             BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+
+        first, smem, failed = {}, "", {}
+        for lib in ("tritium", "triton"):
+            out.fill_(float("nan"))
+            start = time.perf_counter()
+            try:
+                compiled = run(lib)
+                torch.cuda.synchronize()
+                first[lib] = time.perf_counter() - start
+                torch.testing.assert_close(out, expected, rtol=1e-2, atol=1e-1)
+            except Exception as error:  # a config one compiler cannot run (shared memory) or gets wrong
+                failed[lib] = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
+                continue
+            if lib == "tritium":
+                smem = f"{getattr(compiled.metadata, 'shared', 0) // 1024}"
+        rates = {lib: [] for lib in first if lib not in failed}
+        for _ in range(args.repeat):
+            for lib, values in rates.items():
+                ms = do_bench(lambda: run(lib), warmup=25, rep=200, return_mode="median")
+                values.append(flop / ms / 1e9)
+        median = {lib: sorted(r)[len(r) // 2] for lib, r in rates.items()}
+        name = f"{bm}x{bn}x{bk} w{warps} s{stages}"
+        cells = [f"{median[lib]:8.1f}" if lib in median else f"{'failed':>8}" for lib in ("tritium", "triton")]
+        ratio = median["tritium"] / median["triton"] if len(median) == 2 else float("nan")
+        firsts = "/".join(f"{first.get(lib, float('nan')):.2f}" for lib in ("tritium", "triton"))
+        print(f"{name:>22} {cells[0]} {cells[1]} {ratio:6.2f} {firsts:>15} {smem:>8}", flush=True)
+        for lib, why in failed.items():
+            print(f"    {lib}: {why}")
+    ms = do_bench(lambda: a @ b, warmup=25, rep=200, return_mode="median")
+    print(f"{'cuBLAS (torch)':>22} {flop / ms / 1e9:8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
