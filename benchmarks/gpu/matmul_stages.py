@@ -4,8 +4,9 @@ stage count by stage count, on one GPU in one process, each checked against torc
     python benchmarks/gpu/matmul_stages.py [--size 4096] [--repeat 3]
 
 The kernel's source (the tutorial's, K tail masked) is written once and imported under both compilers.
-Each row: the config, tritium's and Triton's TFLOP/s (median of ``do_bench`` medians, alternating), the
-ratio, each one's first call (compilation included) and tritium's shared memory; cuBLAS's TFLOP/s last.
+Each row: the config, TFLOP/s of tritium with mma.sync, tritium with Hopper's wgmma (``wgmma=True``)
+and Triton (median of ``do_bench`` medians, alternating), the best tritium's ratio to Triton, each
+one's first call (compilation included) and tritium's shared memory; cuBLAS's TFLOP/s last.
 """
 from __future__ import annotations
 
@@ -95,42 +96,45 @@ def main() -> int:
     out = torch.empty(size, size, device="cuda", dtype=torch.float16)
     flop = 2 * size ** 3
     print(f"card: {torch.cuda.get_device_name()}; tutorial-03 fp16 matmul {size}^3; TFLOP/s")
-    print(f"{'config':>22} {'tritium':>8} {'triton':>8} {'ratio':>6} {'first s':>15} {'smem KB':>8}")
+    variants = {"tritium": ("tritium", {}), "wgmma": ("tritium", {"wgmma": True}), "triton": ("triton", {})}
+    print(f"{'config':>22} {'tritium':>8} {'wgmma':>8} {'triton':>8} {'ratio':>6} {'first s':>20} {'smem KB':>8}")
     for bm, bn, bk, warps, stages in CONFIGS:
         grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
 
-        def run(lib):
+        def run(variant):
+            lib, extra = variants[variant]
             return kernels[lib].matmul[grid](a, b, out, size, size, size, a.stride(0), a.stride(1), b.stride(0),
                                              b.stride(1), out.stride(0), out.stride(1), BLOCK_M=bm, BLOCK_N=bn,
-                                             BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+                                             BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages, **extra)
 
         first, smem, failed = {}, "", {}
-        for lib in ("tritium", "triton"):
+        for variant in variants:
             out.fill_(float("nan"))
             start = time.perf_counter()
             try:
-                compiled = run(lib)
+                compiled = run(variant)
                 torch.cuda.synchronize()
-                first[lib] = time.perf_counter() - start
+                first[variant] = time.perf_counter() - start
                 torch.testing.assert_close(out, expected, rtol=1e-2, atol=1e-1)
             except Exception as error:  # a config one compiler cannot run (shared memory) or gets wrong
-                failed[lib] = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
+                failed[variant] = f"{type(error).__name__}: {str(error).splitlines()[0][:100]}"
                 continue
-            if lib == "tritium":
+            if variant == "wgmma":
                 smem = f"{getattr(compiled.metadata, 'shared', 0) // 1024}"
-        rates = {lib: [] for lib in first if lib not in failed}
+        rates = {variant: [] for variant in first if variant not in failed}
         for _ in range(args.repeat):
-            for lib, values in rates.items():
-                ms = do_bench(lambda: run(lib), warmup=25, rep=200, return_mode="median")
+            for variant, values in rates.items():
+                ms = do_bench(lambda: run(variant), warmup=25, rep=200, return_mode="median")
                 values.append(flop / ms / 1e9)
-        median = {lib: sorted(r)[len(r) // 2] for lib, r in rates.items()}
+        median = {variant: sorted(r)[len(r) // 2] for variant, r in rates.items()}
         name = f"{bm}x{bn}x{bk} w{warps} s{stages}"
-        cells = [f"{median[lib]:8.1f}" if lib in median else f"{'failed':>8}" for lib in ("tritium", "triton")]
-        ratio = median["tritium"] / median["triton"] if len(median) == 2 else float("nan")
-        firsts = "/".join(f"{first.get(lib, float('nan')):.2f}" for lib in ("tritium", "triton"))
-        print(f"{name:>22} {cells[0]} {cells[1]} {ratio:6.2f} {firsts:>15} {smem:>8}", flush=True)
-        for lib, why in failed.items():
-            print(f"    {lib}: {why}")
+        cells = [f"{median[v]:8.1f}" if v in median else f"{'failed':>8}" for v in variants]
+        best = max((median[v] for v in ("tritium", "wgmma") if v in median), default=float("nan"))
+        ratio = best / median["triton"] if "triton" in median else float("nan")
+        firsts = "/".join(f"{first.get(v, float('nan')):.2f}" for v in variants)
+        print(f"{name:>22} {' '.join(cells)} {ratio:6.2f} {firsts:>20} {smem:>8}", flush=True)
+        for variant, why in failed.items():
+            print(f"    {variant}: {why}")
     ms = do_bench(lambda: a @ b, warmup=25, rep=200, return_mode="median")
     print(f"{'cuBLAS (torch)':>22} {flop / ms / 1e9:8.1f}")
     return 0

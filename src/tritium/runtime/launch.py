@@ -22,9 +22,10 @@ from ..errors import LaunchError, PointerArgumentError, TritonError, show_cause_
 from ..language.core import constexpr
 from .arguments import expand_composites, tensor_view
 
-# Launch options Triton accepts (with its defaults), and ``warmup``, which compiles without
-# launching. The backend's options record says which of them shape its code.
-LAUNCH_OPTIONS = {**Options().as_dict(), "extern_libs": None, "warmup": False}
+# Launch options Triton accepts (with its defaults), those of one backend's own (the CUDA backend's
+# ``launch_pdl`` and ``wgmma``: another backend refuses them by name), and ``warmup``, which compiles
+# without launching. The backend's options record says which of them shape its code.
+LAUNCH_OPTIONS = {**Options().as_dict(), "launch_pdl": False, "wgmma": False, "extern_libs": None, "warmup": False}
 
 
 def backend_for(devices: Iterable[Optional[str]]) -> Backend:

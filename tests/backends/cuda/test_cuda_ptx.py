@@ -492,7 +492,7 @@ def _tutorial(block_m, block_n, block_k, num_warps, **options):
 
 def _loop_parts(ptx: str) -> tuple[str, str, str]:
     """The PTX before the K loop, its body (from the loop's label to the branch back to it), after it."""
-    branch = re.search(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);(?![\s\S]*mma\.sync)", ptx)
+    branch = re.search(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);(?![\s\S]*mma)", ptx)  # the last before no dot
     label = branch.group(1)
     start = ptx.index(label + ":")
     return ptx[:start], ptx[start:branch.end()], ptx[branch.end():]
@@ -551,6 +551,33 @@ def test_the_pipelined_loop_keeps_its_stages_in_the_sass():
     loop = sass[sass.index(back.group(1) + ":"):back.end()]
     assert loop.count("LDGSTS") == 64 * (128 + 128) // (8 * 128)
     assert loop.count("DEPBAR.LE SB0, 0x1") == 1 and loop.count("BAR.SYNC") == 1
+
+
+@pytest.mark.parametrize("block_m, block_n, block_k, num_warps, instruction, count",
+                         [(128, 256, 64, 8, "HGMMA.64x256x16.F32", 4), (128, 128, 64, 8, "HGMMA.64x128x16.F32", 4),
+                          (128, 128, 64, 4, "HGMMA.64x128x16.F32", 8), (64, 256, 32, 4, "HGMMA.64x256x16.F32", 2)])
+def test_wgmma_multiplies_the_tutorial_tiles_from_their_rings(block_m, block_n, block_k, num_warps, instruction,
+                                                               count):
+    """With wgmma (``wgmma=True``): per K loop iteration one m64nNk16 per warpgroup, 64-row block and
+    16-wide K step, read from the ring slots; the rings' copies fenced for the async proxy before the
+    barrier; no spills and no wgmma serialization warning from ptxas."""
+    if nvptx.ptxas_path() is None or triton.knobs.nvidia.nvdisasm is None:
+        pytest.skip("no ptxas or nvdisasm here (the nvidia-cuda-nvcc and nvidia-cuda-nvdisasm wheels)")
+    compiled = _tutorial(block_m, block_n, block_k, num_warps, wgmma=True)
+    report = compiled.executable.ptxas_report
+    assert report.spill_stores == report.spill_loads == 0 and not report.warnings, report.text
+    sass = nvptx.disassemble(compiled.asm["cubin"])
+    assert sass.count("HGMMA.") == count and sass.count(instruction) == count
+    assert "HMMA" not in sass.replace("HGMMA", "")
+    assert sass.count("WARPGROUP.ARRIVE") == 1 and sass.count("FENCE.VIEW.ASYNC.S") >= 1
+    ptx = body(compiled)
+    _, loop, _ = _loop_parts(ptx)
+    assert loop.count("fence.proxy.async.shared::cta") == 1
+
+
+def test_wgmma_is_off_unless_asked_for_and_needs_sm_90():
+    assert "wgmma" not in body(_tutorial(128, 128, 64, 4))
+    assert "wgmma" not in body(_tutorial(128, 128, 64, 4, wgmma=True, target=GPUTarget("cuda", 80, 32)))
 
 
 def test_the_ptxas_report_is_read_from_its_text():

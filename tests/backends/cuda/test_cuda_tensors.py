@@ -220,15 +220,17 @@ def test_the_tiled_matmul_on_the_tensor_cores(kind, m, n, k, blocks, num_warps):
 
 
 @needs_gpu
+@pytest.mark.parametrize("wgmma", [False, True])
 @pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
 @pytest.mark.parametrize("m,n,k", [(256, 256, 4096 + 16), (200, 136, 32), (128, 384, 64), (128, 256, 0),
                                    (300, 264, 48), (64, 128, 96)])
-def test_the_pipelined_matmul(num_stages, m, n, k):
+def test_the_pipelined_matmul(num_stages, m, n, k, wgmma):
     """The K loop's operand loads run num_stages - 1 iterations ahead (pipeline.py): a K tail inside a
-    tile, fewer iterations than stages (one, two), none at all, partial M and N blocks."""
+    tile, fewer iterations than stages (one, two), none at all, partial M and N blocks; with mma.sync
+    and with Hopper's wgmma (on an sm_90 GPU; elsewhere the option changes nothing)."""
     a, b = _dot_inputs("bf16", m, n, k, seed=m + n + k + num_stages)
     c = torch.full((m, n), float("nan"), device="cuda")
-    _run_matmul(a, b, c, 128, 128, 32, 4, "ieee", num_stages=num_stages)
+    _run_matmul(a, b, c, 128, 128, 32, 4, "ieee", num_stages=num_stages, wgmma=wgmma)
     _assert_accumulated(c, a, b)
 
 

@@ -41,6 +41,9 @@ class CUDAOptions(Options):
     kernel waiting on its predecessor's results needs."""
 
     launch_pdl: bool = False
+    # Hopper's wgmma for the dots that fit it (wgmma.py), on sm_90; off unless asked for
+    # (TRITIUM_WGMMA=1) until it has been checked on a GPU
+    wgmma: bool = False
 
 
 class CUDABackend(Backend):
@@ -97,6 +100,8 @@ class CUDABackend(Backend):
 
         if "enable_fp_fusion" not in options:
             options = {**options, "enable_fp_fusion": bool(knobs.language.default_fp_fusion)}
+        if "wgmma" not in options and os.environ.get("TRITIUM_WGMMA", "") not in ("", "0"):
+            options = {**options, "wgmma": True}
         return super().parse_options(options)
 
     def copy_to_host(self, host_address: int, device_address: int, nbytes: int) -> None:
@@ -132,7 +137,7 @@ class CUDABackend(Backend):
         ttir = str(fn)
         lowered = _placed(fn, options, int(target.arch), checks)
         generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion, checks=checks,
-                                    capability=int(target.arch))
+                                    capability=int(target.arch), wgmma=options.wgmma)
         module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
                                                  "this op, or pass CPU tensors")
         llir = str(module)
@@ -158,11 +163,12 @@ class CUDABackend(Backend):
         # backend's passes run again, nothing is lowered
         lowered = _placed(fn, options, int(target.arch))
         generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion,
-                                    capability=int(target.arch))
+                                    capability=int(target.arch), wgmma=options.wgmma)
 
         def layouts() -> str:  # made only when read: the layouts chosen while lowering too
             placed = _placed(fn, options, int(target.arch))
-            codegen.Codegen(placed, options.num_warps, options.enable_fp_fusion, capability=int(target.arch)).build()
+            codegen.Codegen(placed, options.num_warps, options.enable_fp_fusion, capability=int(target.arch),
+                            wgmma=options.wgmma).build()
             return str(placed)
 
         def report():  # ptxas's report of the cached PTX, made only when read
@@ -188,7 +194,7 @@ def _placed(fn: Function, options, capability: int, checks: bool = False) -> Fun
     from . import assign, pipeline
 
     lowered = fn.copy()
-    assign.assign_layouts(lowered, options.num_warps, capability, async_copies=not checks)
+    assign.assign_layouts(lowered, options.num_warps, capability, async_copies=not checks, wgmma=options.wgmma)
     if not checks:
         pipeline.pipeline_loops(lowered, options.num_stages)
     return lowered

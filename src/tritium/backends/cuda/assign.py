@@ -51,6 +51,8 @@ class Choices:
     ``lane_rules`` and ``layout_of(value)``; ``assigned_layout(value)`` is the pass's decision, where
     the generator reads one."""
 
+    wgmma = False  # Hopper's wgmma allowed for the dots (CUDAOptions.wgmma)
+
     def assigned_layout(self, v: Value) -> Optional[L.Layout]:
         return None
 
@@ -68,7 +70,7 @@ class Choices:
     def dot_plan(self, op: Operation, layout: Optional[L.Layout] = None) -> Optional[mma.Plan]:
         """The tensor-core plan of dot ``op``, or None (the FMA path); ``layout``: its result's
         assigned layout, from which the plan reads its warp grid."""
-        return mma.plan_of(op, self.num_warps, self.capability, layout)
+        return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma)
 
     def dot_result_layout(self, op: Operation) -> L.Layout:
         """The layout of dot ``op``'s result: the tensor cores' where they apply, else the
@@ -145,8 +147,10 @@ _UNKNOWN = object()
 
 
 class _Assigner(Choices):
-    def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules, async_copies: bool = True):
+    def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules, async_copies: bool = True,
+                 wgmma: bool = False):
         self.async_copies = async_copies
+        self.wgmma = wgmma
         self.uses: dict[int, int] = {}
         for op in fn.walk():
             for operand in op.operands:
@@ -309,14 +313,16 @@ def clear_encodings(fn: Function) -> None:
                 a.encoding = None
 
 
-def assign_layouts(fn: Function, num_warps: int, capability: int, async_copies: bool = True) -> None:
+def assign_layouts(fn: Function, num_warps: int, capability: int, async_copies: bool = True,
+                   wgmma: bool = False) -> None:
     """Writes the layouts of the values ``fn``'s dots touch on them (see the module's docstring),
     for ``num_warps`` warps on compute capability ``capability``; every other value is left
-    without an encoding. ``async_copies=False``: no load is lowered as ``cp.async``."""
+    without an encoding. ``async_copies=False``: no load is lowered as ``cp.async``; ``wgmma``:
+    Hopper's wgmma allowed."""
     from .codegen import Codegen
 
     clear_encodings(fn)
-    assigner = _Assigner(fn, num_warps, capability, Codegen.rules, Codegen.lane_rules, async_copies)
+    assigner = _Assigner(fn, num_warps, capability, Codegen.rules, Codegen.lane_rules, async_copies, wgmma)
     for op in fn.walk():
         if op.opcode == "dot":
             assigner.place_dot(op)

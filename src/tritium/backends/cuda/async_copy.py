@@ -68,6 +68,7 @@ class AsyncCopies:
         self.tile_base: dict[int, int] = {}
         self.slot_bytes: dict[int, int] = {}
         self.rings: dict[int, Operation] = {}
+        self.async_readers = False  # a ring is read by wgmma, through the async proxy
         offset = 0
         for dot, _, _ in operands.values():
             if id(dot) in self.tile_base:
@@ -78,6 +79,7 @@ class AsyncCopies:
             slot = _slot_op(dot)
             if slot is not None:
                 self.rings[slot.attrs["ring"]] = dot
+                self.async_readers = self.async_readers or plan.wgmma
                 self.slot_bytes[id(dot)] = size
                 size *= slot.attrs["stages"]
             offset += size
@@ -130,6 +132,11 @@ class AsyncCopies:
                 size = b.select(masks[start], size, ir.Constant(I32, 0))
             self.intrinsic("llvm.nvvm.cp.async.cg.shared.global.16.s", VOID, [destination, source, size])
 
+    def async_proxy_fence(self) -> None:
+        """This thread's writes to shared memory (``cp.async``, ``st.shared``) made visible to the async
+        proxy wgmma reads through; the barrier that follows publishes every thread's."""
+        self.intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", VOID, [])
+
     def wait_for_copies(self) -> None:
         """Every copy this thread issued has landed (``cp.async.wait_all``); the caller's barrier then
         makes every thread's visible."""
@@ -146,6 +153,8 @@ class AsyncCopies:
 
     def lower_async_wait(self, op: Operation) -> None:
         self.intrinsic("llvm.nvvm.cp.async.wait.group", VOID, [ir.Constant(I32, op.attrs["pending"])])
+        if self.async_readers:
+            self.async_proxy_fence()
         self.barrier()
 
     def lower_shared_slot(self, op: Operation) -> None:

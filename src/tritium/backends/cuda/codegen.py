@@ -95,9 +95,10 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
     lane_rules: ClassVar[dict] = {**lanes.LOWER, **gpu_math.LOWER}
 
     def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False,
-                 capability: int = 90):
+                 capability: int = 90, wgmma: bool = False):
         Lowering.__init__(self, fn)
         self.capability = capability  # the target's compute capability (80: sm_80): which instructions exist
+        self.wgmma = wgmma  # Hopper's wgmma allowed for the dots (CUDAOptions.wgmma)
         # Debug mode's bounds checks: each pointer argument's [low, high) byte range comes as two more
         # parameters, and an access outside it is recorded (reports.OUT_OF_BOUNDS) and skipped.
         self.checks = checks

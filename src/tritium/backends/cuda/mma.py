@@ -174,6 +174,9 @@ class Plan:
     warp_bits: tuple
     a_swizzle: int = 0  # W of A's swizzled tile (``swizzle_width``), 0: padded rows
     b_swizzle: int = 0
+    # Hopper's wgmma (``wgmma.py``): each warpgroup (4 warps, stacked along M) multiplies 64 rows at a
+    # time straight from the swizzled tiles; its accumulator fragment is this layout's
+    wgmma: bool = False
 
     @property
     def item(self) -> int:
@@ -276,18 +279,23 @@ class Plan:
         return [(ib, jn, step) for ib in range(rb) for jn in range(0, rn, step)]
 
 
-def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False) -> Optional[Plan]:
+def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wgmma: bool = False) -> Optional[Plan]:
     """The plan of a dot with result shape ``shape_c`` (2-D or batched 3-D) and inner size ``k``,
-    or None where the block is smaller than one tile (M < 16 or N < 8)."""
+    or None where the block is smaller than one tile (M < 16 or N < 8). ``wgmma``: Hopper's
+    instructions are allowed; the plan takes them where they fit (``wgmma.fits``)."""
+    from . import wgmma as hopper
+
     batched = len(shape_c) == 3
     batch, m, n = shape_c if batched else (1,) + tuple(shape_c)
     instruction = INSTRUCTIONS[kind]
     if m < 16 or n < 8 or k < instruction.k:
         return None
-    bits = warp_grid(batch, m // 16, n // 8, num_warps)
     b_contiguous, b_rows = (n, k) if instruction.trans_b else (k, n)
-    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits,
-                swizzle_width(k * instruction.item, m), swizzle_width(b_contiguous * instruction.item, b_rows))
+    swizzles = swizzle_width(k * instruction.item, m), swizzle_width(b_contiguous * instruction.item, b_rows)
+    if wgmma and not batched and not split and hopper.fits(kind, m, n, num_warps, *swizzles):
+        return Plan(instruction, False, 1, m, n, k, num_warps, 1, hopper.warp_bits(num_warps), *swizzles, True)
+    bits = warp_grid(batch, m // 16, n // 8, num_warps)
+    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits, *swizzles)
 
 
 # index arithmetic, on ints (the model) or on Lowered values (the code) -----------------------------------
@@ -416,10 +424,11 @@ def _ir(value) -> ir.Value:
 
 
 # lowering ---------------------------------------------------------------------------------------------
-def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None) -> Optional[Plan]:
+def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None,
+            wgmma: bool = False) -> Optional[Plan]:
     """The tensor-core plan of ``op`` (a dot) for ``num_warps`` warps on ``capability``, or None (the
     FMA path). ``layout``: the result's layout where the layouts pass chose it (``assign.py``): the
-    warp grid is read back from it."""
+    warp grid is read back from it. ``wgmma``: Hopper's wgmma allowed (on sm_90)."""
     a = op.operand("a")
     precision = op.attrs.get("input_precision", "ieee")
     work = lanes.accumulate_type(op)
@@ -427,7 +436,8 @@ def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = No
     if kind is None:
         return None
     split = kind == "tf32" and precision == "tf32x3"
-    plan = plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, num_warps, split)
+    plan = plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, num_warps, split,
+                    wgmma and capability == 90)
     if plan is None or layout is None:
         return plan
     warp_bits = layout.warp_bits if plan.batched else tuple(None if bit is None else (bit[0] + 1, bit[1])
@@ -441,7 +451,6 @@ def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = No
 def lower_dot(cg, op, plan: Plan) -> None:
     b = cg.b
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
-    result = op.results[0]
     work = lanes.accumulate_type(op)
     layout_c = plan.layout
     acc_regs = [casts.cast(b, x, acc.type.scalar, work) if acc.type.scalar != work else x
@@ -460,12 +469,21 @@ def lower_dot(cg, op, plan: Plan) -> None:
     elif not copied:
         cg.reserve(plan.smem_bytes)
     if not from_ring:
+        if copied and plan.wgmma:
+            cg.async_proxy_fence()
         cg.barrier()
     if parts:
         for part in range(plan.parts):
             for (values, layout), offset, columns in parts:
                 _store(cg, plan, layout, values[part], offset, columns, part, pointer)
+        if plan.wgmma:
+            cg.async_proxy_fence()
         cg.barrier()
+    if plan.wgmma:
+        from . import wgmma
+
+        _finish(cg, op, plan, wgmma.multiply(cg, plan, acc_regs, pointer), copied and not from_ring)
+        return
 
     lane, warp = Lowered(cg.entry, cg.lane), Lowered(cg.entry, cg.warp)
     products = SPLIT_PRODUCTS if plan.parts == 2 else ((0, 0),)
@@ -498,11 +516,19 @@ def lower_dot(cg, op, plan: Plan) -> None:
     else:
         values = cg.loop(ir.Constant(I32, 0), ir.Constant(I32, plan.k_steps), 1, acc_regs,
                          lambda i, carried: step(Lowered(cg.b, i, late=True), carried))
-    if copied and not from_ring:  # the next copies into these tiles (the next iteration's) wait for every
-        cg.barrier()               # warp's reads (into a ring: the next async_wait's barrier does)
+    _finish(cg, op, plan, values, copied and not from_ring)
+
+
+def _finish(cg, op, plan: Plan, values: list, reused: bool) -> None:
+    """The result in its type and layout; ``reused``: the next copies into these tiles (the next
+    iteration's) wait for every warp's reads (into a ring: the next async_wait's barrier does)."""
+    if reused:
+        cg.barrier()
+    result = op.results[0]
+    work = lanes.accumulate_type(op)
     out_type = result.type.scalar
-    values = [casts.cast(b, x, work, out_type) if out_type != work else x for x in values]
-    cg.dist[result.id] = (layout_c, values)
+    values = [casts.cast(cg.b, x, work, out_type) if out_type != work else x for x in values]
+    cg.dist[result.id] = (plan.layout, values)
 
 
 def _operand_parts(cg, plan: Plan, value):

@@ -1,0 +1,126 @@
+"""``dot`` on Hopper's warpgroup instructions: ``wgmma.mma_async`` (sm_90a), fp16/bf16 inputs, fp32
+accumulators (docs/tensor-cores.md, "wgmma lowering").
+
+A warpgroup is four consecutive warps; warp w of a group owns 16 rows of each 64-row block. The
+warpgroups of a program stack along M (the block's M must hold 64 rows per warpgroup), and each
+multiplies its 64-row blocks by the whole N, one ``m64nNk16`` per 64 rows and 16-wide K step, with
+both operands read by the tensor cores from the dot's swizzled shared tiles (``mma.nvmma_offset``)
+through 64-bit *matrix descriptors*: A (M x K, K contiguous) K-major, B (K x N, N contiguous)
+N-major (``imm-trans-b = 1``). The accumulator fragment is mma.sync's 16 x 8 one repeated along N
+(``d[4j + 2h + e]`` at row ``g + 8h``, column ``8j + 2t + e`` of the thread with lane ``4g + t``), so
+the result's layout is ``mma.Plan.layout`` with the warp bits ``warp_bits`` gives.
+
+The dot is synchronous: ``wgmma.fence``, the instructions (inline PTX, as LLVM has no intrinsic for
+them; each ties its accumulators in and out), ``commit_group``, ``wait_group 0``, then an empty asm
+taking every accumulator as a tied operand, so that no read of one can come before the wait.
+Operands written through the generic proxy (``cp.async``, ``st.shared``) are fenced for the async
+proxy wgmma reads through (``fence.proxy.async``) before the barrier that publishes them.
+
+Descriptor fields (PTX ISA, "Matrix Descriptor Format"): start address >> 4 (bits 0-13), leading
+byte offset >> 4 (16-29), stride byte offset >> 4 (32-45), base offset 0 (the tiles are 1024-byte
+aligned), swizzle mode (62-63: 1 = 128 B, 2 = 64 B, 3 = 32 B). K-major A: the stride is 8 rows
+(``8 W``), the leading offset unused (1); a K step moves the start 32 bytes within a W-byte column
+block, ``R W`` past it. N-major B: the leading offset is one column block (``K W``), the stride 8
+rows of K (``8 W``); a K step moves the start 16 rows (``16 W``).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..llvm.types import F32, I32, I64, VOID
+from . import mma
+
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+WARPGROUP = 4  # warps
+ROWS = 64  # rows of one instruction
+MAX_N = 256
+
+
+def fits(kind: str, m: int, n: int, num_warps: int, a_swizzle: int, b_swizzle: int) -> bool:
+    """A dot of ``kind`` inputs and an M x N result takes wgmma: 16-bit inputs, whole warpgroups each
+    with 64-row blocks of its own, an N one instruction covers, swizzled tiles for both operands."""
+    if kind not in ("fp16", "bf16") or num_warps % WARPGROUP or not (a_swizzle and b_swizzle):
+        return False
+    groups = num_warps // WARPGROUP
+    return m % (ROWS * groups) == 0 and n % 8 == 0 and 8 <= n <= MAX_N
+
+
+def warp_bits(num_warps: int) -> tuple:
+    """Per warp-id bit, its (dim, weight) over (batch, row, col): the warps of a group 16 rows apart,
+    the groups 64 rows apart."""
+    return tuple((1, 16 << i) for i in range(mma.L.log2(num_warps)))
+
+
+def descriptor_bits(start: int, leading: int, stride: int, swizzle: int) -> int:
+    """The 64-bit descriptor of a tile at byte ``start`` of the shared window (ints: the model)."""
+    return ((start >> 4) & 0x3FFF) | (leading >> 4) << 16 | (stride >> 4) << 32 | SWIZZLE_MODE[swizzle] << 62
+
+
+def a_layout(plan: mma.Plan) -> tuple[int, int]:
+    """(leading, stride) byte offsets of A's descriptors: K-major."""
+    return 16, 8 * plan.a_swizzle
+
+
+def b_layout(plan: mma.Plan) -> tuple[int, int]:
+    """(leading, stride) byte offsets of B's descriptors: N-major, column blocks of K rows."""
+    return plan.k * plan.b_swizzle, 8 * plan.b_swizzle
+
+
+def a_start(plan: mma.Plan, group, repeat: int, step: int):
+    """The byte offset of the first element A's descriptor addresses for warpgroup ``group`` (int or
+    Lowered), its 64-row block ``repeat`` and K step ``step``."""
+    groups = plan.num_warps // WARPGROUP
+    row = group * ROWS + repeat * ROWS * groups
+    return mma.a_offset(plan, 0, row, step * plan.instruction.k)
+
+
+def b_start(plan: mma.Plan, step: int):
+    return mma.b_offset(plan, 0, step * plan.instruction.k, 0)
+
+
+def _descriptor(b: ir.IRBuilder, address: ir.Value, leading: int, stride: int, swizzle: int) -> ir.Value:
+    start = b.zext(b.and_(b.lshr(address, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
+    return b.or_(start, ir.Constant(I64, descriptor_bits(0, leading, stride, swizzle)))
+
+
+def multiply(cg, plan: mma.Plan, acc: list, pointer) -> list:
+    """The accumulators (``plan.layout``'s registers) after D = A B + D over the whole K, the operands
+    in their tiles (``pointer``: byte offset -> shared pointer) and visible to the async proxy."""
+    b = cg.b
+    group = mma.Lowered(cg.entry, cg.warp) >> 2
+    _, repeats, columns = plan.repeats
+    count = 4 * columns  # accumulators of one instruction: N / 2
+    inputs = "f16" if plan.instruction.kind == "fp16" else "bf16"
+    outs = ", ".join(f"${i}" for i in range(count))
+    # operands: the outputs $0.., the accumulators tied to them, then the descriptors and scale-d
+    text = (f"{{ .reg .pred p; setp.ne.b32 p, ${2 * count + 2}, 0; wgmma.mma_async.sync.aligned.m{ROWS}n{plan.n}k16."
+            f"f32.{inputs}.{inputs} {{{outs}}}, ${2 * count}, ${2 * count + 1}, p, 1, 1, 0, 1; }}")
+    tied = ",".join(str(i) for i in range(count))
+    constraints = ",".join(["=f"] * count) + "," + tied + ",l,l,r"
+    result = ir.LiteralStructType([F32] * count)
+    instruction = ir.FunctionType(result, [F32] * count + [I64, I64, I32])
+
+    def address(offset) -> ir.Value:
+        return b.ptrtoint(pointer(mma._ir(offset)), I32)
+
+    values = list(acc)
+    scale = ir.Constant(I32, 1)
+    cg.intrinsic("llvm.nvvm.wgmma.fence.sync.aligned", VOID, [])
+    for step in range(plan.k_steps):
+        desc_b = _descriptor(b, address(b_start(plan, step)), *b_layout(plan), plan.b_swizzle)
+        for repeat in range(repeats):
+            desc_a = _descriptor(b, address(a_start(plan, group, repeat, step)), *a_layout(plan), plan.a_swizzle)
+            first = count * repeat
+            call = b.asm(instruction, text, constraints, values[first:first + count] + [desc_a, desc_b, scale],
+                         side_effect=True)
+            values[first:first + count] = [b.extract_value(call, i) for i in range(count)]
+    cg.intrinsic("llvm.nvvm.wgmma.commit_group.sync.aligned", VOID, [])
+    cg.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", VOID, [ir.Constant(I64, 0)])
+    tie = ir.FunctionType(result, [F32] * count)
+    tie_constraints = ",".join(["=f"] * count) + "," + tied
+    for repeat in range(repeats):
+        first = count * repeat
+        call = b.asm(tie, "// wgmma accumulators after the wait", tie_constraints, values[first:first + count],
+                     side_effect=True)
+        values[first:first + count] = [b.extract_value(call, i) for i in range(count)]
+    return values
