@@ -481,7 +481,7 @@ def test_tutorial_tiles_do_not_spill_and_copy_their_operands_asynchronously(bloc
     layouts = compiled.asm["layouts"]
     assert layouts.count("#cuda.nvmma<swizzle=128>") == 2  # the ring slots the dot reads (64 fp16 of K, of N)
     slot = block_k * (block_m + block_n) * 2  # bytes of A's and B's tiles
-    assert compiled.metadata.shared >= 3 * slot
+    assert compiled.metadata.shared == 3 * slot  # the epilogue's scratch lies over the rings, as in Triton
 
 
 def _tutorial(block_m, block_n, block_k, num_warps, **options):
@@ -537,6 +537,34 @@ def test_a_loops_own_num_stages_overrides_the_kernels():
     assert "async_wait {pending=2}" in layouts and layouts.count("async_commit") == 4
     compiled = compile_for(_staged_loop, signature, {"BLOCK": 64, "STAGES": 1}, num_stages=3)
     assert "async_copy" not in compiled.asm["layouts"]
+
+
+@triton.jit
+def _loop_with_a_reduction(a_ptr, b_ptr, c_ptr, s_ptr, K, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a_ptrs = a_ptr + offs[:, None] * K + offs[None, :]
+    b_ptrs = b_ptr + offs[:, None] * BLOCK + offs[None, :]
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(0, K, BLOCK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        total += tl.sum(acc, axis=0)  # across the warps' rows: through shared memory, in the loop
+        a_ptrs += BLOCK
+        b_ptrs += BLOCK * BLOCK
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+    tl.store(s_ptr + offs, total)
+
+
+def test_scratch_memory_used_while_a_ring_is_live_gets_bytes_of_its_own():
+    """A reduction inside the pipelined loop needs the scratch memory while the ring holds tiles in
+    flight: the kernel is lowered again with the scratch after the rings."""
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "s_ptr": "*fp32:16", "K": "i32:16"}
+    compiled = compile_for(_loop_with_a_reduction, signature, {"BLOCK": 64}, num_warps=4)
+    rings = 3 * (64 * 64 * 2) * 2
+    assert "async_copy" in compiled.asm["layouts"] and compiled.metadata.shared > rings
+    plain = compile_for(_staged_loop, {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "K": "i32:16"},
+                        {"BLOCK": 64, "STAGES": 3})
+    assert plain.metadata.shared == rings
 
 
 def test_the_pipelined_loop_keeps_its_stages_in_the_sass():

@@ -135,11 +135,18 @@ class CUDABackend(Backend):
 
         _check_dot_sizes(fn)
         ttir = str(fn)
-        lowered = _placed(fn, options, int(target.arch), checks)
-        generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion, checks=checks,
-                                    capability=int(target.arch), wgmma=options.wgmma)
-        module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it without "
-                                                 "this op, or pass CPU tensors")
+        from .async_copy import RingsInUse
+
+        for share_rings in (True, False):
+            lowered = _placed(fn, options, int(target.arch), checks)
+            generator = codegen.Codegen(lowered, options.num_warps, options.enable_fp_fusion, checks=checks,
+                                        capability=int(target.arch), wgmma=options.wgmma, share_rings=share_rings)
+            try:
+                module = lower_kernel(generator, "cuda", "no other backend runs kernels on GPU memory: rewrite it "
+                                                         "without this op, or pass CPU tensors")
+                break
+            except RingsInUse:  # the scratch memory laid over the rings was used while one was live
+                continue
         llir = str(module)
         if options.enable_fp_fusion:
             llir = nvptx.contract(llir)

@@ -19,6 +19,12 @@ A loop the pipeliner rewrote (``pipeline.py``) copies with ``async_copy`` ops in
 region repeated once per stage, the slot a copy fills or the dot reads (``shared_slot``) chosen at
 run time; ``async_wait`` waits for the groups and synchronizes, so such a dot neither waits nor ends
 with a barrier itself.
+
+The rings are live from a loop's first copy (in its prologue) to the ``async_wait {pending=0}`` after
+it. Where every tile region is a ring, the scratch memory starts at 0, over the rings, as Triton reuses
+its pipeline's buffers (an epilogue's layout conversion): the first copy waits for every thread's
+earlier scratch reads (a barrier), and a scratch use while a ring is live raises ``RingsInUse``, on
+which the backend lowers the kernel again with the scratch after the rings.
 """
 from __future__ import annotations
 
@@ -28,10 +34,15 @@ from llvmlite import ir
 
 from ...compiler.ir.encodings import SharedTile
 from ...compiler.ir.ops import Function, Operation
+from ..llvm.lowering import LowerAgain
 from ..llvm.types import I32, VOID
 from . import mma
 
 COPY_BYTES = 16
+
+
+class RingsInUse(LowerAgain):
+    """The scratch memory, laid over the rings, was used while one is live: lower with it apart."""
 
 
 def async_operands(fn: Function) -> dict:
@@ -69,6 +80,8 @@ class AsyncCopies:
         self.slot_bytes: dict[int, int] = {}
         self.rings: dict[int, Operation] = {}
         self.async_readers = False  # a ring is read by wgmma, through the async proxy
+        self.rings_live = False  # between a pipelined loop's first copy and its final wait
+        self.scratch_touched = False
         offset = 0
         for dot, _, _ in operands.values():
             if id(dot) in self.tile_base:
@@ -143,7 +156,17 @@ class AsyncCopies:
         self.intrinsic("llvm.nvvm.cp.async.wait.all", VOID, [])
 
     # the pipeliner's ops ------------------------------------------------------------------------------
+    def scratch_used(self) -> None:
+        """Called at every use of the scratch memory (``SharedMemory.smem_pointer``)."""
+        if self.share_rings and self.rings_live:
+            raise RingsInUse()
+        self.scratch_touched = True
+
     def lower_async_copy(self, op: Operation) -> None:
+        if self.share_rings and not self.rings_live:
+            if self.scratch_touched:  # every thread's reads of the scratch memory under the ring are done
+                self.barrier()
+            self.rings_live = True
         dot = self.rings[op.attrs["ring"]]
         tile = self.operand_pointer(dot, self.scalar(op.operand("slot")))
         self._copy_runs(dot, op.attrs["operand"], op.operand("pointer"), op.operand("mask"), tile)
@@ -156,6 +179,8 @@ class AsyncCopies:
         if self.async_readers:
             self.async_proxy_fence()
         self.barrier()
+        if op.attrs["pending"] == 0:
+            self.rings_live = False
 
     def lower_shared_slot(self, op: Operation) -> None:
         """No code: the dot reads the slot (``operand_pointer``)."""

@@ -95,7 +95,7 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
     lane_rules: ClassVar[dict] = {**lanes.LOWER, **gpu_math.LOWER}
 
     def __init__(self, fn: Function, num_warps: int = 4, enable_fp_fusion: bool = True, checks: bool = False,
-                 capability: int = 90, wgmma: bool = False):
+                 capability: int = 90, wgmma: bool = False, share_rings: bool = True):
         Lowering.__init__(self, fn)
         self.capability = capability  # the target's compute capability (80: sm_80): which instructions exist
         self.wgmma = wgmma  # Hopper's wgmma allowed for the dots (CUDAOptions.wgmma)
@@ -114,8 +114,11 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
         self.dist: dict[int, tuple] = _Distributed(fn)  # value id -> (Layout, registers)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
-        # the dots' operand tiles that loads fill with cp.async (async_copy.py), before the scratch memory
-        self.scratch_offset = self.tile_regions(async_operands)
+        # the dots' operand tiles that loads fill with cp.async (async_copy.py), before the scratch memory,
+        # or under it where every tile is a pipelined loop's ring (``share_rings``: async_copy.py)
+        self.tiles_bytes = self.tile_regions(async_operands)
+        self.share_rings = share_rings and bool(self.rings) and len(self.rings) == len(self.tile_base)
+        self.scratch_offset = 0 if self.share_rings else self.tiles_bytes
         self._thread_index: dict = {}
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more
         # parameter: the error record (backends/reports.py) the launcher reads after the launch.
@@ -165,14 +168,14 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
                 self.scalars[a.id] = raw
         self.smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), SMEM_SYMBOL, addrspace=SHARED)
         self.smem.linkage = "external"
-        self.smem.align = mma.TILE_ALIGN if self.scratch_offset else 16
+        self.smem.align = mma.TILE_ALIGN if self.tiles_bytes else 16
         self.smem.type = SHARED_PTR  # opaque, as LLVM's IR has it: llvmlite would type it [0 x i8]*
         self.lower_region(fn.body)
         if not self.b.block.is_terminated:
             self.b.ret_void()
         self.entry.branch(body)
         self.dist.check_assigned()
-        self.smem_bytes += self.scratch_offset
+        self.smem_bytes = max(self.smem_bytes + self.scratch_offset, self.tiles_bytes)
         return self.module
 
     def assigned_layout(self, v: Value) -> Optional[L.Layout]:

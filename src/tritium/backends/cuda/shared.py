@@ -26,7 +26,9 @@ class SharedMemory:
 
     def smem_pointer(self, byte_offset: ir.Value) -> ir.Value:
         """A byte of the scratch memory ops share, which follows the dots' operand tiles
-        (``async_copy.py``: ``scratch_offset`` bytes, usually none)."""
+        (``async_copy.py``: ``scratch_offset`` bytes, usually none), or shares their bytes while no
+        pipelined ring is live (``AsyncCopies.scratch_used``)."""
+        self.scratch_used()
         if self.scratch_offset:
             byte_offset = self.b.add(byte_offset, ir.Constant(byte_offset.type, self.scratch_offset))
         return self.b.gep(self.smem, [byte_offset], source_etype=I8)

@@ -30,6 +30,11 @@ class UnsupportedOp(Exception):
     """An op a backend cannot lower (yet); ``lower_kernel`` turns it into a NotLoweredError at its line."""
 
 
+class LowerAgain(Exception):
+    """A rule found that a choice made before lowering does not hold for this kernel: ``lower_kernel``
+    lets it through to the backend, which lowers the kernel again choosing otherwise."""
+
+
 def op_table(fn: Function) -> list[Operation]:
     """Every op of ``fn`` in pre-order (an op before the ops of its regions): an op's index in this
     list is the number error records and prints carry."""
@@ -103,7 +108,7 @@ def lower_kernel(generator: Lowering, backend: str, remedy: str):
         raise NotLoweredError(getattr(op, "loc", None),
                               f"the {backend} backend cannot compile {error} in kernel '{fn.name}' yet",
                               remedy) from None
-    except TritonError:
+    except (TritonError, LowerAgain):
         raise
     except Exception as error:  # not the kernel's mistake: ours
         op = generator.current
