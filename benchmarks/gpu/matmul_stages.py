@@ -1,7 +1,7 @@
 """Triton's tutorial-03 fp16 matmul under tritium's CUDA backend and under Triton, config by config and
 stage count by stage count, on one GPU in one process, each checked against torch (cuBLAS).
 
-    python benchmarks/gpu/matmul_stages.py [--size 4096] [--repeat 3]
+    python benchmarks/gpu/matmul_stages.py [--size 4096] [--repeat 3] [--configs N]
 
 The kernel's source (the tutorial's, K tail masked) is written once and imported under both compilers.
 Each row: the config, TFLOP/s of tritium with mma.sync, tritium with Hopper's wgmma (``wgmma=True``)
@@ -86,6 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--configs", type=int, default=len(CONFIGS), help="time the first this many configs")
     args = parser.parse_args()
     kernels = {"tritium": load("tritium"), "triton": load("triton")}
     size = args.size
@@ -98,7 +99,7 @@ def main() -> int:
     print(f"card: {torch.cuda.get_device_name()}; tutorial-03 fp16 matmul {size}^3; TFLOP/s")
     variants = {"tritium": ("tritium", {}), "wgmma": ("tritium", {"wgmma": True}), "triton": ("triton", {})}
     print(f"{'config':>22} {'tritium':>8} {'wgmma':>8} {'triton':>8} {'ratio':>6} {'first s':>20} {'smem KB':>8}")
-    for bm, bn, bk, warps, stages in CONFIGS:
+    for bm, bn, bk, warps, stages in CONFIGS[:args.configs]:
         grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
 
         def run(variant):
