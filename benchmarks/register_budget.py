@@ -17,51 +17,17 @@ import tempfile
 import time
 
 import tritium as triton
-import tritium.language as tl
 from tritium.backends.base import GPUTarget
 from tritium.backends.cuda import nvptx
 from tritium.compiler import ASTSource
+from tutorial03 import load
 
 # Triton's tutorial-03 configs for fp16 on CUDA: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
 CONFIGS = [(128, 256, 64, 8), (64, 256, 32, 4), (128, 128, 32, 4), (128, 64, 32, 4), (64, 128, 32, 4),
            (128, 32, 32, 4), (64, 32, 32, 2), (32, 64, 32, 2), (128, 128, 64, 8), (128, 128, 64, 4)]
 
 
-@triton.jit
-def matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    programs_m = tl.cdiv(M, BLOCK_M)
-    programs_n = tl.cdiv(N, BLOCK_N)
-    in_group = GROUP_M * programs_n
-    first_m = pid // in_group * GROUP_M
-    group_m = min(programs_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % in_group) % group_m
-    pid_n = (pid % in_group) // group_m
-    tl.assume(pid_m >= 0)
-    tl.assume(pid_n >= 0)
-    tl.assume(stride_am > 0)
-    tl.assume(stride_ak > 0)
-    tl.assume(stride_bn > 0)
-    tl.assume(stride_bk > 0)
-    tl.assume(stride_cm > 0)
-    tl.assume(stride_cn > 0)
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    rk = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    c = acc.to(tl.float16)
-    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, c, mask=(cm[:, None] < M) & (cn[None, :] < N))
+matmul = load("tritium").matmul
 
 
 def signature(sizes: str) -> dict:

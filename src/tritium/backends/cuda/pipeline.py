@@ -132,31 +132,22 @@ class _Plan:
         if not dots or len({id(load) for load in loads}) != len(loads):
             return None
         carried = {arg.id: i for i, arg in enumerate(body.args[1:])}
-        iv = body.args[0]
 
         # the stage-0 slice: what the loads' pointers and masks come from
         in_slice: set[int] = {id(load) for load in loads}
         ahead: set[int] = set()
-        work = [v for load in loads for v in (load.operand("pointer"), load.operand("mask")) if v is not None]
-        while work:
-            value = work.pop()
-            if value is iv:
-                continue
-            if value.id in carried:
-                i = carried[value.id]
-                if i not in ahead:
-                    ahead.add(i)
-                    work.append(terminator.operands[i])
-                continue
-            owner = value.owner
-            if owner is None or id(owner) not in top:
-                continue  # defined before the loop (a value of a nested region is not visible here)
-            if id(owner) in in_slice:
-                continue
+
+        def into_slice(owner: Operation, value: Value) -> Optional[bool]:
+            if id(owner) not in top or id(owner) in in_slice:
+                return False  # defined before the loop (a nested region's value is not visible here), or seen
             if not is_pure(owner) or owner.regions or owner.opcode in ("load", "dot"):
                 return None
             in_slice.add(id(owner))
-            work.extend(owner.operands)
+            return True
+
+        pointers = [v for load in loads for v in (load.operand("pointer"), load.operand("mask")) if v is not None]
+        if not _walk_back(pointers, carried, terminator, ahead, into_slice):
+            return None
 
         # what the rest of the body needs at its own pace: every op outside the slice, the slice's ops
         # they read, and the carried values those read (with what the loop yields for them)
@@ -164,23 +155,16 @@ class _Plan:
         pace.update(i for i in ahead if loop.results[i].id in used)
         needed: set[int] = set()
         load_results = {load.results[0].id for load in loads}
-        work = [v for op in body.ops if id(op) not in in_slice and op is not terminator for v in _reads(op)]
-        work.extend(terminator.operands[i] for i in pace)
-        while work:
-            value = work.pop()
-            if value.id in carried:
-                i = carried[value.id]
-                if i not in pace:
-                    pace.add(i)
-                    work.append(terminator.operands[i])
-                continue
-            owner = value.owner
-            if value.id in load_results:  # read by its dot alone (the layouts pass saw to it): a slot
-                continue
-            if owner is None or id(owner) not in top or id(owner) not in in_slice or id(owner) in needed:
-                continue
+
+        def at_pace(owner: Operation, value: Value) -> bool:
+            # a load's result is read by its dot alone (the layouts pass saw to it): it becomes a slot
+            if value.id in load_results or id(owner) not in in_slice or id(owner) in needed:
+                return False
             needed.add(id(owner))
-            work.extend(owner.operands)
+            return True
+
+        rest = [v for op in body.ops if id(op) not in in_slice and op is not terminator for v in _reads(op)]
+        _walk_back(rest + [terminator.operands[i] for i in pace], carried, terminator, pace, at_pace)
         slice_ops = [op for op in body.ops if id(op) in in_slice]
         kept = [op for op in body.ops if op is not terminator and (id(op) not in in_slice or id(op) in needed)]
         return cls(loop, stages, dots, loads, slice_ops, sorted(ahead), sorted(pace), kept)
@@ -297,6 +281,30 @@ class _Plan:
                     names=("pointer", "slot", "mask"))
         terminator = body.terminator
         return {i: mapped(terminator.operands[i]) for i in self.ahead}
+
+
+def _walk_back(start, carried: dict, terminator: Operation, reached: set, take) -> bool:
+    """Walks back through a loop body from the values ``start``: a carried value (``carried``: its
+    argument's id -> index) adds its index to ``reached`` and goes on from what the loop yields for it;
+    a result goes to ``take(op, value)``, which says to go on from the op's operands (True), to stop
+    there (False) or to give up (None: the walk returns False)."""
+    work = list(start)
+    while work:
+        value = work.pop()
+        if value.id in carried:
+            i = carried[value.id]
+            if i not in reached:
+                reached.add(i)
+                work.append(terminator.operands[i])
+            continue
+        if value.owner is None:  # the induction variable, or an argument of the kernel
+            continue
+        go = take(value.owner, value)
+        if go is None:
+            return False
+        if go:
+            work.extend(value.owner.operands)
+    return True
 
 
 def _reads(op: Operation):
