@@ -11,7 +11,7 @@ import functools
 import sys
 from typing import Optional
 
-from ...errors import LaunchError
+from ...errors import LaunchError, OutOfResources
 
 _DRIVER = None
 
@@ -184,9 +184,8 @@ class Kernel:
         self.function = check(driver.cuModuleGetFunction(self.module, name.encode()), "cuModuleGetFunction")
         self.shared_bytes = shared_bytes
         if shared_bytes > 48 * 1024:
-            if shared_bytes > dev.max_shared:
-                raise LaunchError(f"kernel '{name}' needs {shared_bytes} bytes of shared memory; the device has "
-                                  f"{dev.max_shared} per program: use smaller blocks")
+            if shared_bytes > dev.max_shared:  # as Triton: its autotuner skips a config that raises it
+                raise OutOfResources(shared_bytes, dev.max_shared, "shared memory")
             check(driver.cuFuncSetAttribute(
                 self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 shared_bytes), "cuFuncSetAttribute")
