@@ -603,6 +603,22 @@ def test_wgmma_multiplies_the_tutorial_tiles_from_their_rings(block_m, block_n, 
     assert loop.count("fence.proxy.async.shared::cta") == 1
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("m, n, k, num_warps, count", [(64, 64, 32, 4, 2), (128, 128, 64, 8, 4), (64, 256, 16, 4, 1),
+                                                       (128, 64, 128, 4, 16)])
+def test_a_dot_outside_a_loop_takes_wgmma_too(dtype, m, n, k, num_warps, count):
+    """Its operands copied into their tiles (no ring): one m64nNk16 per 64-row block and K step."""
+    if nvptx.ptxas_path() is None or triton.knobs.nvidia.nvdisasm is None:
+        pytest.skip("no ptxas or nvdisasm here (the nvidia-cuda-nvcc and nvidia-cuda-nvdisasm wheels)")
+    signature = {"a_ptr": f"*{dtype}:16", "b_ptr": f"*{dtype}:16", "c_ptr": "*fp32:16"}
+    compiled = compile_for(_dot_as, signature, {"M": m, "N": n, "K": k, "PRECISION": "ieee", "OUT": tl.float32},
+                           num_warps=num_warps, wgmma=True)
+    report = compiled.executable.ptxas_report
+    assert report.spill_stores == 0 and not report.warnings, report.text
+    sass = nvptx.disassemble(compiled.asm["cubin"])
+    assert sass.count(f"HGMMA.64x{n}x16.F32") == count and "HMMA" not in sass.replace("HGMMA", "")
+
+
 def test_wgmma_is_off_unless_asked_for_and_needs_sm_90():
     assert "wgmma" not in body(_tutorial(128, 128, 64, 4))
     assert "wgmma" not in body(_tutorial(128, 128, 64, 4, wgmma=True, target=GPUTarget("cuda", 80, 32)))

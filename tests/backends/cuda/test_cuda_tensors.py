@@ -140,13 +140,16 @@ def _dot_inputs(kind, m, n, k, seed):
 
 
 @needs_gpu
+@pytest.mark.parametrize("wgmma", [False, True])
 @pytest.mark.parametrize("kind", ["fp16", "bf16", "tf32"])
 @pytest.mark.parametrize("m,n,k,num_warps", [(16, 16, 16, 4), (16, 8, 16, 4), (64, 64, 32, 4), (128, 128, 64, 8),
-                                             (32, 128, 16, 4), (128, 32, 32, 4), (64, 64, 16, 1), (16, 16, 1024, 4)])
-def test_dots_on_the_tensor_cores_match_an_fp64_product(kind, m, n, k, num_warps):
+                                             (32, 128, 16, 4), (128, 32, 32, 4), (64, 64, 16, 1), (16, 16, 1024, 4),
+                                             (64, 256, 16, 4), (128, 64, 128, 4)])
+def test_dots_on_the_tensor_cores_match_an_fp64_product(kind, m, n, k, num_warps, wgmma):
+    """mma.sync, and wgmma where it applies (fp16/bf16, whole warpgroups of 64 rows, on sm_90)."""
     a, b = _dot_inputs(kind, m, n, k, seed=m * 7 + n * 3 + k)
     c = torch.full((m, n), float("nan"), device="cuda")
-    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="tf32", OUT=tl.float32, num_warps=num_warps)
+    _dot_as[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="tf32", OUT=tl.float32, num_warps=num_warps, wgmma=wgmma)
     if kind == "tf32":
         a, b = _tf32(a), _tf32(b)
     _assert_accumulated(c, a, b)
