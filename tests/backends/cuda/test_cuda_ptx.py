@@ -492,7 +492,7 @@ def _tutorial(block_m, block_n, block_k, num_warps, **options):
 
 def _loop_parts(ptx: str) -> tuple[str, str, str]:
     """The PTX before the K loop, its body (from the loop's label to the branch back to it), after it."""
-    branch = re.search(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);(?![\s\S]*mma)", ptx)  # the last before no dot
+    branch = re.search(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);(?![\s\S]*(?:mma\.sync|mma_async))", ptx)  # the dot's loop
     label = branch.group(1)
     start = ptx.index(label + ":")
     return ptx[:start], ptx[start:branch.end()], ptx[branch.end():]
@@ -587,8 +587,9 @@ def test_the_pipelined_loop_keeps_its_stages_in_the_sass():
 def test_wgmma_multiplies_the_tutorial_tiles_from_their_rings(block_m, block_n, block_k, num_warps, instruction,
                                                                count):
     """With wgmma (``wgmma=True``): per K loop iteration one m64nNk16 per warpgroup, 64-row block and
-    16-wide K step, read from the ring slots; the rings' copies fenced for the async proxy before the
-    barrier; no spills and no wgmma serialization warning from ptxas."""
+    16-wide K step, read from the ring slots and left running while the next tile's copies go out; the
+    rings' copies fenced for the async proxy before the barrier; no spills and no wgmma serialization
+    warning from ptxas."""
     if nvptx.ptxas_path() is None or triton.knobs.nvidia.nvdisasm is None:
         pytest.skip("no ptxas or nvdisasm here (the nvidia-cuda-nvcc and nvidia-cuda-nvdisasm wheels)")
     compiled = _tutorial(block_m, block_n, block_k, num_warps, wgmma=True)
@@ -598,9 +599,17 @@ def test_wgmma_multiplies_the_tutorial_tiles_from_their_rings(block_m, block_n, 
     assert sass.count("HGMMA.") == count and sass.count(instruction) == count
     assert "HMMA" not in sass.replace("HGMMA", "")
     assert sass.count("WARPGROUP.ARRIVE") == 1 and sass.count("FENCE.VIEW.ASYNC.S") >= 1
-    ptx = body(compiled)
-    _, loop, _ = _loop_parts(ptx)
+    # asynchronous: in the loop, a wait for all but the group just issued, before the next tile's copies
+    # (behind a barrier when two warpgroups read the ring); after it, a wait for none
+    assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x1") == 1 and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 1
+    ptx = body(compiled).replace(" \t", " ")
+    _, loop, after = _loop_parts(ptx)
     assert loop.count("fence.proxy.async.shared::cta") == 1
+    assert loop.count("wgmma.wait_group.sync.aligned 1") == 1 and "wgmma.wait_group.sync.aligned 0" in after
+    waited = loop.index("wgmma.wait_group.sync.aligned 1")
+    assert "cp.async.cg" not in loop[:waited] and "cp.async.cg" in loop[waited:]
+    assert loop.count("barrier.sync") == (2 if num_warps > 4 else 1)
+    assert re.search(r"dot_wait %\d+ \{pending=1\}", compiled.asm["layouts"])
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

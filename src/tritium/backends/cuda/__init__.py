@@ -200,10 +200,16 @@ def _placed(fn: Function, options, capability: int, checks: bool = False) -> Fun
     register loads and stores, each checked)."""
     from . import assign, pipeline
 
+    from . import mma
+
     lowered = fn.copy()
     assign.assign_layouts(lowered, options.num_warps, capability, async_copies=not checks, wgmma=options.wgmma)
     if not checks:
-        pipeline.pipeline_loops(lowered, options.num_stages)
+        def asynchronous(dot) -> bool:  # a wgmma dot runs on while the loop goes on
+            plan = mma.plan_of(dot, options.num_warps, capability, None, options.wgmma)
+            return plan is not None and plan.wgmma
+
+        pipeline.pipeline_loops(lowered, options.num_stages, options.num_warps, asynchronous)
     return lowered
 
 

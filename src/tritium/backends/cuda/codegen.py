@@ -38,6 +38,7 @@ from .debugging import Debugging
 from .memory import Memory
 from .registers import Registers
 from .shared import SharedMemory
+from .wgmma import WarpgroupWaits
 from .values import GLOBAL_PTR, SHARED, SHARED_PTR, SMEM_SYMBOL, _is_block, _shape
 
 
@@ -83,8 +84,8 @@ class _Distributed(dict):
                                  "in a layout")
 
 
-class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCopies, ControlFlow, CrossLane, Debugging,
-              Choices, Lowering):
+class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCopies, WarpgroupWaits, ControlFlow,
+              CrossLane, Debugging, Choices, Lowering):
     """One kernel's LLVM module for NVPTX: the kernel function, then the IR's ops lowered in order.
     The layouts of the values a dot touches come from the layouts pass (``assign.py``, run first:
     ``assigned_layout``); the generator chooses the others as it lowers, by the same rules
@@ -99,6 +100,10 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
         Lowering.__init__(self, fn)
         self.capability = capability  # the target's compute capability (80: sm_80): which instructions exist
         self.wgmma = wgmma  # Hopper's wgmma allowed for the dots (CUDAOptions.wgmma)
+        # the dots whose wgmma instructions run on after the dot: a dot_wait reads their result
+        self.asynchronous_dots = {id(op.operands[0].owner) for op in fn.walk()
+                                  if op.opcode == "dot_wait" and op.operands[0].owner is not None
+                                  and op.operands[0].owner.opcode == "dot"}
         # Debug mode's bounds checks: each pointer argument's [low, high) byte range comes as two more
         # parameters, and an access outside it is recorded (reports.OUT_OF_BOUNDS) and skipped.
         self.checks = checks

@@ -482,7 +482,8 @@ def lower_dot(cg, op, plan: Plan) -> None:
     if plan.wgmma:
         from . import wgmma
 
-        _finish(cg, op, plan, wgmma.multiply(cg, plan, acc_regs, pointer), copied and not from_ring)
+        values = wgmma.multiply(cg, plan, acc_regs, pointer, wait=id(op) not in cg.asynchronous_dots)
+        _finish(cg, op, plan, values, copied and not from_ring)
         return
 
     lane, warp = Lowered(cg.entry, cg.lane), Lowered(cg.entry, cg.warp)

@@ -28,6 +28,12 @@ The rewrite, with ``n`` the trip count:
 
 The ops of the slice that the rest of the body also needs stay in it, at the loop's own pace; a
 carried value that both need is carried twice (at its pace and ahead).
+
+A dot the backend says may run asynchronously (wgmma) and whose result only feeds the next
+iteration's accumulator is left running: the body waits for it with ``dot_wait {pending=1}`` (the dot
+of the iteration before has finished, in this warpgroup; a barrier covers the others when there are
+several) and only then issues the next tile's copies, into the slot that dot read; after the loop,
+``dot_wait {pending=0}`` gives the code after it the finished accumulator.
 """
 from __future__ import annotations
 
@@ -41,12 +47,18 @@ from ...compiler.ir.spec import is_pure
 from ...compiler.passes.rewriting import NO_CONSTANT, Replacements, constant_value, new_op
 
 
-def pipeline_loops(fn: Function, num_stages: int) -> int:
+def pipeline_loops(fn: Function, num_stages: int, num_warps: int = 4, asynchronous=None) -> int:
     """Pipelines the eligible loops of ``fn`` (see the module); ``num_stages``: the kernel's stage
-    count, which a loop's own ``num_stages`` overrides. Returns how many loops it rewrote."""
+    count, which a loop's own ``num_stages`` overrides; ``asynchronous(dot)``: the dot may run while
+    the loop goes on (wgmma; None: no dot may). Returns how many loops it rewrote."""
     used = _used_ids(fn.body)
     rings = [0]
-    return _pipeline_region(fn.body, num_stages, used, rings)
+    return _pipeline_region(fn.body, num_stages, used, rings, _Context(num_warps, asynchronous or (lambda dot: False)))
+
+
+class _Context:
+    def __init__(self, num_warps: int, asynchronous):
+        self.num_warps, self.asynchronous = num_warps, asynchronous
 
 
 def _used_ids(region: Region) -> set[int]:
@@ -56,17 +68,17 @@ def _used_ids(region: Region) -> set[int]:
     return used
 
 
-def _pipeline_region(region: Region, num_stages: int, used: set[int], rings: list) -> int:
+def _pipeline_region(region: Region, num_stages: int, used: set[int], rings: list, context: _Context) -> int:
     count = 0
     ops: list[Operation] = []
     for op in region.ops:
         for inner in op.regions:
-            count += _pipeline_region(inner, num_stages, used, rings)
+            count += _pipeline_region(inner, num_stages, used, rings, context)
         if op.opcode == "for":
             stages = op.attrs.get("num_stages")
             plan = _Plan.of(op, num_stages if stages is None else stages, used)
             if plan is not None:
-                ops.extend(plan.rewrite(rings))
+                ops.extend(plan.rewrite(rings, context))
                 count += 1
                 continue
         ops.append(op)
@@ -170,8 +182,31 @@ class _Plan:
         return cls(loop, stages, dots, loads, slice_ops, sorted(ahead), sorted(pace), kept)
 
     # the rewrite -------------------------------------------------------------------------------------
-    def rewrite(self, rings: list) -> list[Operation]:
-        """The ops that take the loop's place: the prologue, the loop, the final wait."""
+    def asynchronous_dots(self, context: _Context) -> dict:
+        """The dots that may run on while the loop goes on, each with the index of the carried value it
+        accumulates into: its accumulator is that value, and it reads the loop's result only through
+        the yield (an fp32 accumulator, the dot's own type)."""
+        body = self.loop.regions[0]
+        terminator = body.terminator
+        readers: dict[int, int] = {}
+        for op in body.walk():
+            for v in op.operands:
+                readers[v.id] = readers.get(v.id, 0) + 1
+        found = {}
+        for dot in self.dots:
+            result = dot.results[0]
+            if not context.asynchronous(dot) or readers.get(result.id) != 1 or not result.type.scalar.is_fp32():
+                continue
+            for i in self.pace:
+                if terminator.operands[i] is result and dot.operand("accumulator") is body.args[1 + i]:
+                    found[id(dot)] = i
+        return found
+
+    def rewrite(self, rings: list, context: _Context) -> list[Operation]:
+        """The ops that take the loop's place: the prologue, the loop, the final wait. A dot that may run
+        on (``asynchronous_dots``) is waited for down to the one just issued (``dot_wait {pending=1}``)
+        before the next tile's copies overwrite the slot the one before it read (behind a barrier when
+        several warpgroups read the ring), and down to none after the loop."""
         loop, stages = self.loop, self.stages
         body = loop.regions[0]
         terminator = body.terminator
@@ -213,10 +248,19 @@ class _Plan:
         shifted = inside.op("add", [read, inside.constant(stages - 1, T.int32)], T.int32)
         wraps = inside.op("cmp", [shifted, count], T.int1, {"predicate": "ge"})
         write = inside.op("select", [wraps, inside.op("sub", [shifted, count], T.int32), shifted], T.int32)
-        later = inside.op("add", [iv, inside.constant((stages - 1) * step_value, index_type)], index_type)
-        live = inside.op("cmp", [later, upper], T.int1, {"predicate": "lt"})
-        advanced = self._issue(inside, later, dict(zip(self.ahead, ahead_args)), live, write, ring_of, owner_dot)
-        inside.op("async_commit", [])
+        asynchronous = self.asynchronous_dots(context)
+        refill = _Emitter(loc) if asynchronous else inside  # the next tile's copies: after the waits, or now
+        waited = {}
+        for dot in self.dots:
+            if id(dot) in asynchronous:
+                waited[asynchronous[id(dot)]] = refill.op("dot_wait", [dot.results[0]], dot.results[0].type,
+                                                          {"pending": 1})
+        if asynchronous and context.num_warps > 4:  # another warpgroup's dot may still read the slot
+            refill.op("barrier", [])
+        later = refill.op("add", [iv, refill.constant((stages - 1) * step_value, index_type)], index_type)
+        live = refill.op("cmp", [later, upper], T.int1, {"predicate": "lt"})
+        advanced = self._issue(refill, later, dict(zip(self.ahead, ahead_args)), live, write, ring_of, owner_dot)
+        refill.op("async_commit", [])
         following = inside.op("add", [read, one], T.int32)
         wrapped = inside.op("cmp", [following, count], T.int1, {"predicate": "eq"})
         next_read = inside.op("select", [wrapped, zero, following], T.int32)
@@ -236,18 +280,27 @@ class _Plan:
                     replacements.apply(inner)
 
         # the loop op, in place: its results at pace stay the values the code after it reads
-        pace_yields = [replacements.resolve(terminator.operands[i]) for i in self.pace]
+        pace_yields = [waited.get(i) or replacements.resolve(terminator.operands[i]) for i in self.pace]
         terminator.operands = pace_yields + [advanced[i] for i in self.ahead] + [next_read]
         terminator.operand_names = ("values",) * len(terminator.operands)
         body.args = [iv] + [body.args[1 + i] for i in self.pace] + ahead_args + [read]
-        body.ops = inside.ops + self.kept + [terminator]
+        body.ops = inside.ops + self.kept + (refill.ops if asynchronous else []) + [terminator]
         loop.operands = [lower, upper, step] + [inits[i] for i in self.pace] + [state[i] for i in self.ahead] + \
             [before.constant(0, T.int32)]
         loop.operand_names = ("lower", "upper", "step") + ("inits",) * (len(loop.operands) - 3)
         results = [loop.results[i] for i in self.pace]
         extra = [Value(v.type, loop) for v in ahead_args + [read]]
-        loop.results = results + extra
         after = _Emitter(loc)
+        for position, i in enumerate(self.pace):
+            if i in waited:  # the code after the loop reads the accumulator once its dots are done
+                final = results[position]
+                running = Value(final.type, loop)
+                running.encoding = final.encoding
+                results[position] = running
+                wait = after.op("dot_wait", [running], final.type, {"pending": 0}).owner
+                wait.results = [final]
+                final.owner = wait
+        loop.results = results + extra
         after.op("async_wait", [], attrs={"pending": 0})
         return before.ops + [loop] + after.ops
 

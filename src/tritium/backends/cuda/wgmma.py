@@ -83,9 +83,10 @@ def _descriptor(b: ir.IRBuilder, address: ir.Value, leading: int, stride: int, s
     return b.or_(start, ir.Constant(I64, descriptor_bits(0, leading, stride, swizzle)))
 
 
-def multiply(cg, plan: mma.Plan, acc: list, pointer) -> list:
+def multiply(cg, plan: mma.Plan, acc: list, pointer, wait: bool = True) -> list:
     """The accumulators (``plan.layout``'s registers) after D = A B + D over the whole K, the operands
-    in their tiles (``pointer``: byte offset -> shared pointer) and visible to the async proxy."""
+    in their tiles (``pointer``: byte offset -> shared pointer) and visible to the async proxy;
+    ``wait=False``: issued and committed only (an asynchronous dot: a ``dot_wait`` waits for them)."""
     b = cg.b
     group = mma.Lowered(cg.entry, cg.warp) >> 2
     _, repeats, columns = plan.repeats
@@ -115,12 +116,30 @@ def multiply(cg, plan: mma.Plan, acc: list, pointer) -> list:
                          side_effect=True)
             values[first:first + count] = [b.extract_value(call, i) for i in range(count)]
     cg.intrinsic("llvm.nvvm.wgmma.commit_group.sync.aligned", VOID, [])
-    cg.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", VOID, [ir.Constant(I64, 0)])
-    tie = ir.FunctionType(result, [F32] * count)
-    tie_constraints = ",".join(["=f"] * count) + "," + tied
-    for repeat in range(repeats):
-        first = count * repeat
-        call = b.asm(tie, "// wgmma accumulators after the wait", tie_constraints, values[first:first + count],
-                     side_effect=True)
-        values[first:first + count] = [b.extract_value(call, i) for i in range(count)]
+    return wait_for(cg, values, 0, count) if wait else values
+
+
+def wait_for(cg, values: list, pending: int, chunk: int = 128) -> list:
+    """``values``, a dot's accumulators, once at most ``pending`` of this warpgroup's committed wgmma
+    groups still run: the wait, then an empty asm per ``chunk`` registers that takes them as tied
+    operands, so that no read of one can come before the wait."""
+    b = cg.b
+    cg.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", VOID, [ir.Constant(I64, pending)])
+    values = list(values)
+    for first in range(0, len(values), chunk):
+        part = values[first:first + chunk]
+        result = ir.LiteralStructType([v.type for v in part])
+        constraints = ",".join(["=f"] * len(part)) + "," + ",".join(str(i) for i in range(len(part)))
+        call = b.asm(ir.FunctionType(result, [v.type for v in part]), "// wgmma accumulators after the wait",
+                     constraints, part, side_effect=True)
+        values[first:first + chunk] = [b.extract_value(call, i) for i in range(len(part))]
     return values
+
+
+class WarpgroupWaits:
+    """The code generator's rule for ``dot_wait`` (mixed into ``Codegen``)."""
+
+    def lower_dot_wait(self, op) -> None:
+        value = op.operands[0]
+        layout = self.layout_of(value)
+        self.dist[op.results[0].id] = (layout, wait_for(self, self.regs(value, layout), op.attrs["pending"]))

@@ -427,6 +427,10 @@ _op("async_commit", (), [], "none", effects=(SYNCHRONIZES,), traits=(TARGET_PASS
 _op("async_wait", (), [Attr("pending", "int")], "none", effects=(SYNCHRONIZES,), traits=(TARGET_PASS,),
     semantics="Waits until at most `pending` of this thread's committed groups are still in flight, then for every "
               "thread of the program (a barrier), so that every copy of the groups before has landed for all.")
+_op("dot_wait", ("value",), [Attr("pending", "int")], "same_as_operand", effects=(SYNCHRONIZES,),
+    traits=(TARGET_PASS,),
+    semantics="value, the result of a dot whose instructions may still run (an asynchronous dot: one whose only "
+              "reader is a dot_wait), once at most `pending` of this warpgroup's later dots are still running.")
 _op("shared_slot", ("slot",), _RING + [Attr("shape", "ints"), Attr("dtype", "dtype")], "shared_slot",
     effects=(READS,), traits=(TARGET_PASS,),
     semantics="The block of `shape` and `dtype` that the async_copy ops into slot `slot` of ring `ring` left there "
