@@ -3,6 +3,8 @@
 # machine with a GPU, Triton and torch; tritium is used from src/ without installing it).
 #   bash benchmarks/gpu/session.sh suite   the whole test suite (every backend, cuda included), the
 #                                          CUDA-tensor tests, the launch overhead, the wgmma probe
+#   bash benchmarks/gpu/session.sh matmul  tests/backends/cuda, then benchmarks/gpu/matmul_stages.py (tutorial 03
+#                                          config by config: mma.sync, wgmma, Triton)
 #   bash benchmarks/gpu/session.sh bench   benchmarks/cuda_vs_triton.py; with BASELINE_SRC=<a src/
 #                                          folder of another build>, that build's run too, in the
 #                                          same call, for a before/after on one card
@@ -15,6 +17,14 @@ mkdir -p "$OUT"
 WHAT=${1:-all}
 export PYTHONPATH=$PWD/src:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache FAILURE_LOG=$OUT/failures.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/card.txt" 2>&1
+if [ "$WHAT" = matmul ]; then
+  python3 -m pytest -q -n 12 -p no:cacheprovider -p failure_log tests/backends/cuda > "$OUT/cuda_tests.txt" 2>&1
+  python3 benchmarks/gpu/matmul_stages.py --repeat "${REPEAT:-2}" > "$OUT/matmul_stages.txt" 2>&1
+  echo "== card"; cat "$OUT/card.txt"
+  echo "== tests/backends/cuda"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tests.txt" | cut -c1-300 | tail -30
+  echo "== matmul_stages"; tail -24 "$OUT/matmul_stages.txt"
+  exit 0
+fi
 if [ "$WHAT" != bench ]; then
   python3 benchmarks/gpu/launch_overhead.py > "$OUT/launch.txt" 2>&1
   python3 benchmarks/gpu/wgmma_probe.py --run > "$OUT/wgmma_probe.txt" 2>&1
