@@ -135,3 +135,12 @@ def test_the_pipelined_stage_of_a_matmul_round_trips():
     text = _tutorial(128, 128, 64, 4).asm["layouts"]
     assert "async_copy" in text and "shared_slot" in text
     _round_trip(text)
+
+
+def test_a_wgmma_accumulator_prints_as_the_design_names_it():
+    from test_cuda_ptx import _tutorial
+
+    text = _tutorial(128, 128, 64, 4, wgmma=True).asm["layouts"]
+    assert ("#cuda.wgmma<reg=[1:1, 0:8, 1:8, 1:16, 1:32, 1:64, 0:64], lane=[1:2, 1:4, 0:1, 0:2, 0:4], "
+            "warp=[0:16, 0:32]>") in text
+    _round_trip(text)

@@ -250,7 +250,8 @@ class Plan:
         regs += [(1, 16 * wm << i) for i in range(L.log2(rm))]
         regs += [(0, wb << i) for i in range(L.log2(rb))]
         lane_bits = ((2, 2), (2, 4), (1, 1), (1, 2), (1, 4))
-        full = L.Layout((self.batch, self.m, self.n), tuple(regs), lane_bits, self.warp_bits, "mma")
+        kind = "wgmma" if self.wgmma else "mma"
+        full = L.Layout((self.batch, self.m, self.n), tuple(regs), lane_bits, self.warp_bits, kind)
         if self.batched:
             return full
         return L.map_bits(full, (self.m, self.n), lambda d, w: (d - 1, w))
