@@ -17,6 +17,7 @@ import pytest
 
 from tritium.backends.cuda import layouts as L
 from tritium.backends.cuda import mma
+from tritium.backends.cuda.lowered import Lowered, as_ir
 
 
 # The PTX ISA's fragment tables ("Matrix Fragments for mma.m16n8k16 with floating point type",
@@ -323,8 +324,8 @@ def _host_index_function(plan: mma.Plan, build):
     entry = ir.IRBuilder(fn.append_basic_block("entry"))
     body = ir.IRBuilder(fn.append_basic_block("body"))
     kstep = body.add(fn.args[2], ir.Constant(i32, 0))  # defined in the body: the entry block cannot use it
-    result = build(mma.Lowered(entry, fn.args[0]), mma.Lowered(entry, fn.args[1]), mma.Lowered(body, kstep, late=True))
-    body.ret(mma._ir(result))
+    result = build(Lowered(entry, fn.args[0]), Lowered(entry, fn.args[1]), Lowered(body, kstep, late=True))
+    body.ret(as_ir(result))
     entry.branch(body.block)
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()

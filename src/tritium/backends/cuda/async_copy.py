@@ -37,6 +37,7 @@ from ...compiler.ir.ops import Function, Operation
 from ..llvm.lowering import LowerAgain
 from ..llvm.types import I32, VOID
 from . import mma
+from .lowered import Lowered, as_ir
 
 COPY_BYTES = 16
 
@@ -137,8 +138,8 @@ class AsyncCopies:
         masks = self.regs(mask, layout) if mask is not None else None
         offset_of = mma.a_offset if name == "a" else mma.b_offset
         for start in range(0, layout.num_regs, run):
-            row, col = (mma.Lowered(b, i) for i in self.element_index(layout, start))
-            destination = tile(mma._ir(offset_of(plan, 0, row, col)))
+            row, col = (Lowered(b, i) for i in self.element_index(layout, start))
+            destination = tile(as_ir(offset_of(plan, 0, row, col)))
             source = self.global_pointer(pointers[start])
             size = ir.Constant(I32, COPY_BYTES)
             if masks is not None:

@@ -45,6 +45,7 @@ from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, I32
 from . import layouts as L
+from .lowered import Lowered, as_ir
 
 MIN_CAPABILITY = 80
 UNROLLED_STEPS = 16  # k-steps unrolled; more go round a loop
@@ -356,74 +357,6 @@ def b_address(plan: Plan, lane, warp, group, kstep, part: int = 0):
     return b_offset(plan, batch, k0 + ((lane >> 3) & 1) * (16 // plan.item), col + (lane & 7) + second, part)
 
 
-class Lowered:
-    """An i32 value in LLVM IR: Python's ``+ * & >> |`` on it (with ints or other Lowered values)
-    emit the instruction, so the index functions above give ints on ints and code on these. A value
-    marked ``late`` (one that changes inside a loop) keeps the results in its builder; the others
-    (lane and warp arithmetic) are built in the entry block."""
-
-    __slots__ = ("b", "late", "value")
-
-    def __init__(self, b: ir.IRBuilder, value, late: bool = False):
-        self.b, self.value, self.late = b, value, late
-
-    def _binary(self, other, emit):
-        if isinstance(other, Lowered):
-            b = self.b if self.late or not other.late else other.b
-            return Lowered(b, emit(b, self.value, other.value), self.late or other.late)
-        return Lowered(self.b, emit(self.b, self.value, ir.Constant(I32, other)), self.late)
-
-    def __add__(self, other):
-        if isinstance(other, int) and other == 0:
-            return self
-        return self._binary(other, lambda b, x, y: b.add(x, y))
-
-    __radd__ = __add__
-
-    def __mul__(self, other):
-        if isinstance(other, int):
-            if other == 0:
-                return 0
-            if other == 1:
-                return self
-            if other & (other - 1) == 0:
-                return self << L.log2(other)
-        return self._binary(other, lambda b, x, y: b.mul(x, y))
-
-    __rmul__ = __mul__
-
-    def __lshift__(self, shift: int):
-        return self if shift == 0 else self._binary(shift, lambda b, x, y: b.shl(x, y))
-
-    def __rshift__(self, shift: int):
-        return self if shift == 0 else self._binary(shift, lambda b, x, y: b.lshr(x, y))
-
-    def __and__(self, mask):
-        if isinstance(mask, int) and mask == 0:
-            return 0
-        return self._binary(mask, lambda b, x, y: b.and_(x, y))
-
-    __rand__ = __and__
-
-    def __or__(self, other):
-        if isinstance(other, int) and other == 0:
-            return self
-        return self._binary(other, lambda b, x, y: b.or_(x, y))
-
-    __ror__ = __or__
-
-    def __xor__(self, other):
-        if isinstance(other, int) and other == 0:
-            return self
-        return self._binary(other, lambda b, x, y: b.xor(x, y))
-
-    __rxor__ = __xor__
-
-
-def _ir(value) -> ir.Value:
-    return value.value if isinstance(value, Lowered) else ir.Constant(I32, value)
-
-
 # lowering ---------------------------------------------------------------------------------------------
 def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None,
             wgmma: bool = False) -> Optional[Plan]:
@@ -568,7 +501,7 @@ def _store(cg, plan: Plan, layout: L.Layout, values: list, offset_of, columns_co
     for start in range(0, layout.num_regs, run):
         index = [Lowered(b, i) for i in cg.element_index(layout, start)]
         batch, row, col = index if plan.batched else [0] + index
-        pointer = pointer_at(_ir(offset_of(plan, batch, row, col, part)))
+        pointer = pointer_at(as_ir(offset_of(plan, batch, row, col, part)))
         group = values[start:start + run]
         if run == 1:
             b.store(group[0], pointer, align=plan.item)
@@ -583,7 +516,7 @@ def _ldmatrix(cg, address, count: int, trans: bool, pointer_at) -> list:
     """``ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16``: the thread's 32-bit words of
     ``count`` 8 x 16-byte blocks whose rows the lanes address."""
     name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.b16.p3"
-    call = cg.intrinsic(name, ir.LiteralStructType([I32] * count), [pointer_at(_ir(address))])
+    call = cg.intrinsic(name, ir.LiteralStructType([I32] * count), [pointer_at(as_ir(address))])
     return [cg.b.extract_value(call, i) for i in range(count)]
 
 

@@ -29,6 +29,7 @@ from llvmlite import ir
 
 from ..llvm.types import F32, I32, I64, VOID
 from . import mma
+from .lowered import Lowered, as_ir
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 WARPGROUP = 4  # warps
@@ -88,7 +89,7 @@ def multiply(cg, plan: mma.Plan, acc: list, pointer, wait: bool = True) -> list:
     in their tiles (``pointer``: byte offset -> shared pointer) and visible to the async proxy;
     ``wait=False``: issued and committed only (an asynchronous dot: a ``dot_wait`` waits for them)."""
     b = cg.b
-    group = mma.Lowered(cg.entry, cg.warp) >> 2
+    group = Lowered(cg.entry, cg.warp) >> 2
     _, repeats, columns = plan.repeats
     count = 4 * columns  # accumulators of one instruction: N / 2
     inputs = "f16" if plan.instruction.kind == "fp16" else "bf16"
@@ -102,7 +103,7 @@ def multiply(cg, plan: mma.Plan, acc: list, pointer, wait: bool = True) -> list:
     instruction = ir.FunctionType(result, [F32] * count + [I64, I64, I32])
 
     def address(offset) -> ir.Value:
-        return b.ptrtoint(pointer(mma._ir(offset)), I32)
+        return b.ptrtoint(pointer(as_ir(offset)), I32)
 
     values = list(acc)
     scale = ir.Constant(I32, 1)
