@@ -567,6 +567,34 @@ def test_scratch_memory_used_while_a_ring_is_live_gets_bytes_of_its_own():
     assert plain.metadata.shared == rings
 
 
+@triton.jit
+def _tiles_in_turn(a_ptr, b_ptr, c_ptr, K, TILES, BLOCK: tl.constexpr):
+    """A persistent program's shape: an outer loop over tiles, each a pipelined K loop, then a store
+    whose layout conversion goes through the scratch memory."""
+    offs = tl.arange(0, BLOCK)
+    for tile in range(TILES):
+        a_ptrs = a_ptr + tile * BLOCK * K + offs[:, None] * K + offs[None, :]
+        b_ptrs = b_ptr + offs[:, None] * BLOCK + offs[None, :]
+        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+        for _ in range(0, K, BLOCK):
+            acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+            a_ptrs += BLOCK
+            b_ptrs += BLOCK * BLOCK
+        tl.store(c_ptr + tile * BLOCK * BLOCK + offs[:, None] * BLOCK + offs[None, :], acc.to(tl.float16))
+
+
+def test_a_pipelined_loop_inside_another_waits_for_the_scratch_before_its_copies():
+    """The scratch memory lies over the ring: each entry into the K loop (each tile) waits at a barrier
+    for every thread's scratch uses of the tile before, then copies."""
+    signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "K": "i32:16", "TILES": "i32"}
+    compiled = compile_for(_tiles_in_turn, signature, {"BLOCK": 64}, num_warps=4)
+    assert compiled.metadata.shared == 3 * (64 * 64 * 2) * 2
+    ptx = body(compiled)
+    first_copy = ptx.index("cp.async.cg")
+    last_barrier = ptx.rindex("barrier.sync", 0, first_copy)
+    assert "st.shared" not in ptx[last_barrier:first_copy] and "ld.shared" not in ptx[last_barrier:first_copy]
+
+
 def test_the_pipelined_loop_keeps_its_stages_in_the_sass():
     """What the hardware runs: in the K loop, LDGSTS for each 16-byte copy, one wait on the copy groups
     (``DEPBAR.LE SB0, 0x1``: all but the newest) and one barrier."""

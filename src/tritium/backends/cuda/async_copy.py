@@ -23,7 +23,7 @@ with a barrier itself.
 The rings are live from a loop's first copy (in its prologue) to the ``async_wait {pending=0}`` after
 it. Where every tile region is a ring, the scratch memory starts at 0, over the rings, as Triton reuses
 its pipeline's buffers (an epilogue's layout conversion): the first copy waits for every thread's
-earlier scratch reads (a barrier), and a scratch use while a ring is live raises ``RingsInUse``, on
+scratch uses before it (a barrier), and a scratch use while a ring is live raises ``RingsInUse``, on
 which the backend lowers the kernel again with the scratch after the rings.
 """
 from __future__ import annotations
@@ -82,7 +82,6 @@ class AsyncCopies:
         self.rings: dict[int, Operation] = {}
         self.async_readers = False  # a ring is read by wgmma, through the async proxy
         self.rings_live = False  # between a pipelined loop's first copy and its final wait
-        self.scratch_touched = False
         offset = 0
         for dot, _, _ in operands.values():
             if id(dot) in self.tile_base:
@@ -161,12 +160,12 @@ class AsyncCopies:
         """Called at every use of the scratch memory (``SharedMemory.smem_pointer``)."""
         if self.share_rings and self.rings_live:
             raise RingsInUse()
-        self.scratch_touched = True
 
     def lower_async_copy(self, op: Operation) -> None:
         if self.share_rings and not self.rings_live:
-            if self.scratch_touched:  # every thread's reads of the scratch memory under the ring are done
-                self.barrier()
+            # every thread's uses of the scratch memory under the rings are done, those before in the
+            # code and, where the loop sits in another, those of the enclosing loop's last iteration
+            self.barrier()
             self.rings_live = True
         dot = self.rings[op.attrs["ring"]]
         tile = self.operand_pointer(dot, self.scalar(op.operand("slot")))
