@@ -37,6 +37,7 @@ several) and only then issues the next tile's copies, into the slot that dot rea
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Optional
 
 from ...compiler.ir import types as T
@@ -44,14 +45,14 @@ from ...compiler.ir.builder import with_defaults
 from ...compiler.ir.encodings import SharedTile
 from ...compiler.ir.ops import Function, Operation, Region, Value
 from ...compiler.ir.spec import is_pure
-from ...compiler.passes.rewriting import NO_CONSTANT, Replacements, constant_value, new_op
+from ...compiler.passes.rewriting import NO_CONSTANT, Replacements, constant_value, new_op, used_ids, values_read
 
 
 def pipeline_loops(fn: Function, num_stages: int, num_warps: int = 4, asynchronous=None) -> int:
     """Pipelines the eligible loops of ``fn`` (see the module); ``num_stages``: the kernel's stage
     count, which a loop's own ``num_stages`` overrides; ``asynchronous(dot)``: the dot may run while
     the loop goes on (wgmma; None: no dot may). Returns how many loops it rewrote."""
-    used = _used_ids(fn.body)
+    used = used_ids(fn.body)
     rings = [0]
     return _pipeline_region(fn.body, num_stages, used, rings, _Context(num_warps, asynchronous or (lambda dot: False)))
 
@@ -59,13 +60,6 @@ def pipeline_loops(fn: Function, num_stages: int, num_warps: int = 4, asynchrono
 class _Context:
     def __init__(self, num_warps: int, asynchronous):
         self.num_warps, self.asynchronous = num_warps, asynchronous
-
-
-def _used_ids(region: Region) -> set[int]:
-    used: set[int] = set()
-    for op in region.walk():
-        used.update(v.id for v in op.operands)
-    return used
 
 
 def _pipeline_region(region: Region, num_stages: int, used: set[int], rings: list, context: _Context) -> int:
@@ -175,7 +169,7 @@ class _Plan:
             needed.add(id(owner))
             return True
 
-        rest = [v for op in body.ops if id(op) not in in_slice and op is not terminator for v in _reads(op)]
+        rest = [v for op in body.ops if id(op) not in in_slice and op is not terminator for v in values_read(op)]
         _walk_back(rest + [terminator.operands[i] for i in pace], carried, terminator, pace, at_pace)
         slice_ops = [op for op in body.ops if id(op) in in_slice]
         kept = [op for op in body.ops if op is not terminator and (id(op) not in in_slice or id(op) in needed)]
@@ -188,10 +182,7 @@ class _Plan:
         the yield (an fp32 accumulator, the dot's own type)."""
         body = self.loop.regions[0]
         terminator = body.terminator
-        readers: dict[int, int] = {}
-        for op in body.walk():
-            for v in op.operands:
-                readers[v.id] = readers.get(v.id, 0) + 1
+        readers = Counter(v.id for op in body.ops for v in values_read(op))
         found = {}
         for dot in self.dots:
             result = dot.results[0]
@@ -358,11 +349,3 @@ def _walk_back(start, carried: dict, terminator: Operation, reached: set, take) 
         if go:
             work.extend(value.owner.operands)
     return True
-
-
-def _reads(op: Operation):
-    """The values ``op`` reads, its nested regions' included."""
-    yield from op.operands
-    for region in op.regions:
-        for inner in region.walk():
-            yield from inner.operands

@@ -10,13 +10,7 @@ from __future__ import annotations
 
 from ..ir.ops import Function, Region
 from ..ir.spec import SPEC, TERMINATOR, has_effects
-
-
-def _used_ids(region: Region, used: set[int]) -> None:
-    for op in region.ops:
-        used.update(v.id for v in op.operands)
-        for nested in op.regions:
-            _used_ids(nested, used)
+from .rewriting import used_ids
 
 
 def _sweep(region: Region, used: set[int]) -> bool:
@@ -37,7 +31,5 @@ def _sweep(region: Region, used: set[int]) -> bool:
 
 def eliminate_dead_code(fn: Function) -> None:
     while True:
-        used: set[int] = set()
-        _used_ids(fn.body, used)
-        if not _sweep(fn.body, used):
+        if not _sweep(fn.body, used_ids(fn.body)):
             return

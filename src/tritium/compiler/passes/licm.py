@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir.ops import Function, Operation, Region
 from ..ir.spec import MAY_RAISE, SPEC, checked_in_debug_mode, is_pure
-from .rewriting import NO_CONSTANT, constant_value
+from .rewriting import NO_CONSTANT, constant_value, values_read
 
 def _defined_in(op: Operation, into: set[int]) -> None:
     """Adds the ids of every value ``op``'s regions define (arguments and results, at any depth)."""
@@ -26,14 +26,6 @@ def _defined_in(op: Operation, into: set[int]) -> None:
         for inner in region.ops:
             into.update(r.id for r in inner.results)
             _defined_in(inner, into)
-
-
-def _uses(op: Operation):
-    """Every value ``op`` reads, including those read by the ops nested in its regions."""
-    yield from op.operands
-    for region in op.regions:
-        for inner in region.ops:
-            yield from _uses(inner)
 
 
 def _surely_runs(loop: Operation, region_index: int) -> bool:
@@ -50,7 +42,7 @@ def _movable(op: Operation, inside: set[int], surely_runs: bool) -> bool:
         return False
     if checked_in_debug_mode(op) and not surely_runs:
         return False
-    return not any(value.id in inside for value in _uses(op))
+    return not any(value.id in inside for value in values_read(op))
 
 
 def _hoist_from(loop: Operation) -> list[Operation]:

@@ -8,10 +8,10 @@ rewritten every use by the end of the walk.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 
 from ..ir.builder import with_defaults
-from ..ir.ops import Operation, Value
+from ..ir.ops import Operation, Region, Value
 from ..ir.spec import REPEATS, SPEC, opcodes_with
 
 _REPEATING = opcodes_with(REPEATS)  # ops that repeat their operand: a constant repeated is that constant
@@ -40,6 +40,19 @@ class Replacements:
         """Points ``op``'s operands at the values that replaced them."""
         if self._by_id:
             op.operands = [self.resolve(v) for v in op.operands]
+
+
+def values_read(op: Operation) -> Iterator[Value]:
+    """Every value ``op`` reads, including those read by the ops nested in its regions."""
+    yield from op.operands
+    for region in op.regions:
+        for inner in region.ops:
+            yield from values_read(inner)
+
+
+def used_ids(region: Region) -> set[int]:
+    """The ids of the values some op of ``region`` (at any depth) reads."""
+    return {v.id for op in region.ops for v in values_read(op)}
 
 
 def defining_op(value: Value, opcode: Optional[str] = None) -> Optional[Operation]:
