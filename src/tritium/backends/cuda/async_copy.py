@@ -38,6 +38,7 @@ from ..llvm.lowering import LowerAgain
 from ..llvm.types import I32, VOID
 from . import mma
 from .lowered import Lowered, as_ir
+from .wgmma import a_from_registers
 
 COPY_BYTES = 16
 
@@ -61,10 +62,9 @@ def async_operands(fn: Function) -> dict:
     return found
 
 
-def _slot_op(dot: Operation) -> Optional[Operation]:
-    """The ``shared_slot`` dot ``dot``'s A operand is read from (the pipeliner gives B one of the same
-    ring and slot), or None."""
-    owner = dot.operand("a").owner
+def _slot_op(dot: Operation, name: str) -> Optional[Operation]:
+    """The ``shared_slot`` dot ``dot``'s operand ``name`` is read from, or None."""
+    owner = dot.operand(name).owner
     return owner if owner is not None and owner.opcode == "shared_slot" else None
 
 
@@ -72,59 +72,74 @@ class AsyncCopies:
     """The code generator's side (mixed into ``Codegen``): the tile regions and the copies."""
 
     def tile_regions(self, operands: dict) -> int:
-        """Lays out one region per dot with an asynchronously loaded operand (``self.tile_base``:
-        id(dot) -> its byte offset; ``self.async_tiles``: the operands), a ring of them for a dot that
-        reads ring slots (``self.rings``: ring -> its dot; ``self.slot_bytes``: id(dot) -> the bytes of
-        one slot); returns their bytes."""
+        """Lays out the operand tiles of each dot with an asynchronously loaded operand, one region per
+        operand, 1024-byte aligned (``self.tile_base``: (id(dot), "a" or "b") -> the byte offset that
+        ``mma.a_offset`` / ``b_offset``'s offsets are added to), a ring of them for an operand read from
+        ring slots (``self.rings``: ring -> (its dot, the operand); ``self.slot_bytes``: (id(dot),
+        operand) -> the bytes of one slot); ``self.async_tiles``: the copied operands. The dot's other
+        operand, stored from registers, gets a region of its own too, unless wgmma reads it from
+        registers. Returns their bytes."""
         self.async_tiles = operands
-        self.tile_base: dict[int, int] = {}
-        self.slot_bytes: dict[int, int] = {}
-        self.rings: dict[int, Operation] = {}
+        self.tile_base: dict[tuple, int] = {}
+        self.slot_bytes: dict[tuple, int] = {}
+        self.rings: dict[int, tuple] = {}
         self.async_readers = False  # a ring is read by wgmma, through the async proxy
         self.rings_live = False  # between a pipelined loop's first copy and its final wait
         offset = 0
         for dot, _, _ in operands.values():
-            if id(dot) in self.tile_base:
+            if (id(dot), "a") in self.tile_base:
                 continue
             plan = self.dot_plan(dot, self.assigned_layout(dot.results[0]))
-            self.tile_base[id(dot)] = offset
-            size = -(-plan.smem_bytes // mma.TILE_ALIGN) * mma.TILE_ALIGN
-            slot = _slot_op(dot)
-            if slot is not None:
-                self.rings[slot.attrs["ring"]] = dot
-                self.async_readers = self.async_readers or plan.wgmma
-                self.slot_bytes[id(dot)] = size
-                size *= slot.attrs["stages"]
-            offset += size
+            for name, size, base in (("a", plan.a_bytes, plan.a_base()), ("b", plan.b_bytes, plan.b_base())):
+                if name == "a" and a_from_registers(plan, self.assigned_layout(dot.operand("a"))):
+                    continue  # wgmma reads it from registers
+                key = (id(dot), name)
+                self.tile_base[key] = offset - base
+                size = -(-plan.parts * size // mma.TILE_ALIGN) * mma.TILE_ALIGN
+                slot = _slot_op(dot, name)
+                if slot is not None:
+                    self.rings[slot.attrs["ring"]] = (dot, name)
+                    self.async_readers = self.async_readers or plan.wgmma
+                    self.slot_bytes[key] = size
+                    size *= slot.attrs["stages"]
+                offset += size
         return offset
+
+    def tile_encoding(self, v) -> Optional[SharedTile]:
+        """The tile a load copies ``v`` into, or a ring slot holds it in (``assign.Choices``'s question,
+        answered from what the layouts pass wrote before the encodings were cleared)."""
+        found = self.async_tiles.get(v.id)
+        return found[2] if found is not None else None
 
     def tile_pointer(self, byte_offset: ir.Value) -> ir.Value:
         """A byte of the tile regions (which the scratch memory of ``smem_pointer`` follows)."""
         return self.b.gep(self.smem, [byte_offset], source_etype=ir.IntType(8))
 
-    def operand_pointer(self, dot: Operation, slot: Optional[ir.Value] = None):
-        """The function from a byte offset in ``dot``'s operand memory (``mma.Plan``'s) to a shared
-        pointer: its own tile region where it has one (in a ring: of the slot its operands are read
-        from, or ``slot``), else the scratch memory."""
-        base = self.tile_base.get(id(dot)) if self.async_tiles else None
+    def operand_pointer(self, dot: Operation, name: str, slot: Optional[ir.Value] = None):
+        """The function from a byte offset of ``dot``'s operand ``name`` (``mma.a_offset`` /
+        ``b_offset``'s) to a shared pointer: into its own tile region where it has one (in a ring: of
+        the slot it is read from, or ``slot``), else into the scratch memory."""
+        key = (id(dot), name)
+        base = self.tile_base.get(key) if self.async_tiles else None
         if base is None:
             return self.smem_pointer
         start = ir.Constant(I32, base)
-        if id(dot) in self.slot_bytes:
+        if key in self.slot_bytes:
             if slot is None:
-                slot = self.scalar(_slot_op(dot).operand("slot"))
-            start = self.b.add(start, self.b.mul(slot, ir.Constant(I32, self.slot_bytes[id(dot)])))
+                slot = self.scalar(_slot_op(dot, name).operand("slot"))
+            start = self.b.add(start, self.b.mul(slot, ir.Constant(I32, self.slot_bytes[key])))
         return lambda offset: self.tile_pointer(self.b.add(offset, start))
 
     def reads_ring(self, dot: Operation) -> bool:
-        """``dot`` reads its operands from ring slots: ``async_wait`` has waited for them."""
-        return id(dot) in self.slot_bytes
+        """``dot`` reads an operand from ring slots: ``async_wait`` has waited for its copies, and for
+        the copies issued before them (an operand copied once before the loop)."""
+        return (id(dot), "a") in self.slot_bytes or (id(dot), "b") in self.slot_bytes
 
     def copy_into_tile(self, op: Operation) -> None:
         """The load ``op`` as 16-byte ``cp.async`` copies into its dot's operand tile, one group."""
         result = op.results[0]
         dot, name, encoding = self.async_tiles[result.id]
-        self._copy_runs(dot, name, op.operand("pointer"), op.operand("mask"), self.operand_pointer(dot))
+        self._copy_runs(dot, name, op.operand("pointer"), op.operand("mask"), self.operand_pointer(dot, name))
         self.intrinsic("llvm.nvvm.cp.async.commit.group", VOID, [])
         result.encoding = encoding
 
@@ -167,9 +182,9 @@ class AsyncCopies:
             # code and, where the loop sits in another, those of the enclosing loop's last iteration
             self.barrier()
             self.rings_live = True
-        dot = self.rings[op.attrs["ring"]]
-        tile = self.operand_pointer(dot, self.scalar(op.operand("slot")))
-        self._copy_runs(dot, op.attrs["operand"], op.operand("pointer"), op.operand("mask"), tile)
+        dot, name = self.rings[op.attrs["ring"]]
+        tile = self.operand_pointer(dot, name, self.scalar(op.operand("slot")))
+        self._copy_runs(dot, name, op.operand("pointer"), op.operand("mask"), tile)
 
     def lower_async_commit(self, op: Operation) -> None:
         self.intrinsic("llvm.nvvm.cp.async.commit.group", VOID, [])
@@ -188,13 +203,13 @@ class AsyncCopies:
         result.encoding = self.async_tiles[result.id][2]
 
 
-def copy_run(layout, shape, item: int) -> Optional[int]:
-    """Elements per thread-run of ``layout`` along the last dimension of ``shape`` (its leading
-    register bits), when that run is one 16-byte copy; else None."""
-    last = len(shape) - 1
+def copy_run(layout, shape, item: int, dim: Optional[int] = None) -> Optional[int]:
+    """Elements per thread-run of ``layout`` along dimension ``dim`` of ``shape`` (the last by
+    default; its leading register bits), when that run is one 16-byte copy; else None."""
+    along = len(shape) - 1 if dim is None else dim
     run = 1
-    for dim, weight in layout.reg_bits:
-        if dim != last or weight != run:
+    for bit_dim, weight in layout.reg_bits:
+        if bit_dim != along or weight != run:
             break
         run *= 2
     return run if run * item == COPY_BYTES else None

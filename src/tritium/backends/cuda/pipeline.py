@@ -8,7 +8,9 @@ where masked off). A ``for`` loop is pipelined when
 
 - its step is a positive constant and its stage count ``S`` (``tl.range(num_stages=...)``, else the
   kernel's ``num_stages``) is at least 2;
-- a ``dot`` at the top of its body reads two such loads, also at the top of the body;
+- a ``dot`` at the top of its body reads one or two such loads, also at the top of the body (each
+  gets a ring of its own; an operand copied once before the loop, or stored from registers, stays
+  where it is);
 - what those loads' pointers and masks are computed from (their *stage-0 slice*: the body's ops
   they depend on, and, for each value the loop carries that they read, what the loop yields for it)
   is pure, at the top of the body, and holds no load.
@@ -132,9 +134,12 @@ class _Plan:
                   if op.opcode == "load" and isinstance(op.results[0].encoding, SharedTile)}
         dots, loads = [], []
         for op in body.ops:
-            if op.opcode == "dot" and all(op.operand(name).id in copied for name in ("a", "b")):
+            if op.opcode != "dot":
+                continue
+            found = [copied[op.operand(name).id] for name in ("a", "b") if op.operand(name).id in copied]
+            if found:
                 dots.append(op)
-                loads.extend(copied[op.operand(name).id] for name in ("a", "b"))
+                loads.extend(found)
         if not dots or len({id(load) for load in loads}) != len(loads):
             return None
         carried = {arg.id: i for i, arg in enumerate(body.args[1:])}
@@ -184,10 +189,13 @@ class _Plan:
         terminator = body.terminator
         readers = Counter(v.id for op in body.ops for v in values_read(op))
         found = {}
+        copied = {load.results[0].id for load in self.loads}
         for dot in self.dots:
             result = dot.results[0]
             if not context.asynchronous(dot) or readers.get(result.id) != 1 or not result.type.scalar.is_fp32():
                 continue
+            if not all(dot.operand(name).id in copied for name in ("a", "b")):
+                continue  # an operand stored from registers is stored again by the next iteration
             for i in self.pace:
                 if terminator.operands[i] is result and dot.operand("accumulator") is body.args[1 + i]:
                     found[id(dot)] = i
@@ -206,9 +214,9 @@ class _Plan:
         index_type = iv.type
         inits = loop.operands[3:]
         loc = loop.loc
-        ring_of = {}
-        for dot in self.dots:
-            ring_of[id(dot)] = rings[0]
+        ring_of = {}  # a load's result -> its ring
+        for load in self.loads:
+            ring_of[load.results[0].id] = rings[0]
             rings[0] += 1
         owner_dot = {}
         for dot in self.dots:
@@ -260,7 +268,7 @@ class _Plan:
             dot, name = owner_dot[load.results[0].id]
             tile = load.results[0]
             slot_value = inside.op("shared_slot", [read], tile.type,
-                                   {"ring": ring_of[id(dot)], "stages": stages, "operand": name,
+                                   {"ring": ring_of[tile.id], "stages": stages, "operand": name,
                                     "shape": tuple(tile.type.shape), "dtype": tile.type.scalar})
             slot_value.encoding = tile.encoding
             replacements.replace(tile, slot_value)
@@ -315,13 +323,13 @@ class _Plan:
                     mapping[old.id] = new
                 emit.ops.append(clone)
                 continue
-            dot, name = owner_dot[op.results[0].id]
+            _, name = owner_dot[op.results[0].id]
             pointer, mask = mapped(op.operand("pointer")), op.operand("mask")
             shape = tuple(op.results[0].type.shape)
             live_lanes = emit.op("splat", [live], T.block_type(T.int1, shape))
             mask = live_lanes if mask is None else emit.op("and", [mapped(mask), live_lanes], live_lanes.type)
-            emit.op("async_copy", [pointer, slot, mask], attrs={"ring": ring_of[id(dot)], "stages": self.stages,
-                                                                "operand": name},
+            emit.op("async_copy", [pointer, slot, mask],
+                    attrs={"ring": ring_of[op.results[0].id], "stages": self.stages, "operand": name},
                     names=("pointer", "slot", "mask"))
         terminator = body.terminator
         return {i: mapped(terminator.operands[i]) for i in self.ahead}
