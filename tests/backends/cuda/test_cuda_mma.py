@@ -170,7 +170,7 @@ def simulate(plan: mma.Plan, a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: 
                 ib, jn, count = group
                 for part in range(plan.parts):
                     addresses = [mma.b_address(plan, lane, warp, group, kstep, part) for lane in range(32)]
-                    words = ldmatrix(smem, addresses, 2 * count, plan.instruction.trans_b)
+                    words = ldmatrix(smem, addresses, 2 * count, plan.b_trans)
                     for j in range(count):
                         b_words[((ib, jn + j), part)] = [w[2 * j:2 * j + 2] for w in words]
             for tile in plan.tiles():
@@ -238,6 +238,21 @@ def test_the_modelled_tensor_core_dot_is_a_at_b_plus_c(kind, shape_c, k, num_war
     result = simulate(plan, a, b, c, kind)
     assert not np.isnan(result).any(), "an element of the result no thread holds"
     np.testing.assert_array_equal(result, a @ b + c)  # small integers: every product and sum is exact
+
+
+@pytest.mark.parametrize("kind,shape_c,k,num_warps", [case for case in CASES if case[0] in ("fp16", "bf16")])
+def test_a_16_bit_b_stored_k_major_is_read_without_trans(kind, shape_c, k, num_warps):
+    """B stored N x K (a load of K^T with K contiguous copies it so): ldmatrix without .trans hands
+    the lanes the same fragments, and the swizzled rows stay conflict-free."""
+    plan = mma.plan_for(shape_c, k, kind, num_warps, b_kmajor=True)
+    assert plan.b_kmajor and not plan.b_trans and plan.b_rows == plan.n
+    a, b, c = _inputs(kind, shape_c, k, np.random.default_rng(hash((kind, shape_c, k, "nk")) % 2**32))
+    result = simulate(plan, a, b, c, kind)
+    np.testing.assert_array_equal(result, a @ b + c)
+    for group in plan.b_groups():
+        addresses = [mma.b_address(plan, lane, 0, group, 0) for lane in range(32)]
+        for j in range(len(addresses) // 8):
+            assert len({(addresses[8 * j + r] // 16) % 8 for r in range(8)}) == 8
 
 
 def test_tf32x3_sums_the_three_products_of_the_parts():

@@ -6,7 +6,8 @@ them; each instruction's descriptors are built as wgmma.py builds them (``descri
 says the tensor cores read a swizzled tile (its "Matrix Descriptor Format" and the canonical layouts
 of "Shared Memory Matrix Layout", written out below independently of mma.py): K-major A element
 (r, k) at start + (r // 8) SBO + (r % 8) W + k bytes, N-major B element (k, n) at start + (n bytes // W)
-LBO + (k // 8) SBO + (k % 8) W + n bytes % W, each address then swizzled (16-byte unit bits 4.. XORed
+LBO + (k // 8) SBO + (k % 8) W + n bytes % W, K-major B element (k, n) where A has (n, k), each
+address then swizzled (16-byte unit bits 4.. XORed
 with bits 7..). The products go into the accumulators the PTX ISA's m64nNk16 fragment names (lane 4g
 + t of warp w holds d[4j + 2h + e] at row 16 w + g + 8 h, column 8 j + 2 t + e), which are read back
 through the plan's result layout. The result must be a @ b + c.
@@ -48,12 +49,16 @@ def _a_read(smem, descriptor: int, kind: str) -> np.ndarray:
     return tile
 
 
-def _b_read(smem, descriptor: int, n: int, kind: str) -> np.ndarray:
-    """The 16 x n B tile an N-major descriptor addresses."""
+def _b_read(smem, descriptor: int, n: int, kind: str, transposed: int) -> np.ndarray:
+    """The 16 x n B tile an N-major descriptor addresses (imm-trans-b 1), or a K-major one (0: element
+    (k, j) where a K-major A has element (j, k))."""
     start, leading, stride, width = _fields(descriptor)
     tile = np.empty((16, n))
     for k, j in itertools.product(range(16), range(n)):
-        address = start + (2 * j // width) * leading + (k // 8) * stride + (k % 8) * width + 2 * j % width
+        if transposed:
+            address = start + (2 * j // width) * leading + (k // 8) * stride + (k % 8) * width + 2 * j % width
+        else:
+            address = start + (j // 8) * stride + (j % 8) * width + 2 * k
         tile[k, j] = _decode(kind, smem.read(_swizzled(address, width), 2))
     return tile
 
@@ -78,7 +83,7 @@ def simulate(plan: mma.Plan, a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: 
             desc_a = wgmma.descriptor_bits(wgmma.a_start(plan, group, repeat, step), *wgmma.a_layout(plan),
                                            plan.a_swizzle)
             desc_b = wgmma.descriptor_bits(wgmma.b_start(plan, step), *wgmma.b_layout(plan), plan.b_swizzle)
-            product = _a_read(smem, desc_a, kind) @ _b_read(smem, desc_b, plan.n, kind)
+            product = _a_read(smem, desc_a, kind) @ _b_read(smem, desc_b, plan.n, kind, wgmma.imm_trans_b(plan))
             for w, lane in itertools.product(warps, range(32)):
                 g, t = lane >> 2, lane & 3
                 for j, h, e in itertools.product(range(plan.n // 8), range(2), range(2)):
@@ -96,10 +101,12 @@ CASES = [("fp16", (128, 128), 64, 4), ("fp16", (128, 256), 64, 8), ("bf16", (64,
          ("fp16", (128, 64), 32, 4), ("bf16", (256, 32), 16, 8), ("fp16", (64, 128), 128, 4)]
 
 
+@pytest.mark.parametrize("b_kmajor", [False, True], ids=["b-n-major", "b-k-major"])
 @pytest.mark.parametrize("kind,shape_c,k,num_warps", CASES)
-def test_the_modelled_wgmma_dot_is_a_at_b_plus_c(kind, shape_c, k, num_warps):
-    plan = mma.plan_for(shape_c, k, kind, num_warps, wgmma=True)
-    assert plan.wgmma
+def test_the_modelled_wgmma_dot_is_a_at_b_plus_c(kind, shape_c, k, num_warps, b_kmajor):
+    """B N-major (a K x N tile, N contiguous) or K-major (stored N x K: attention's K^T)."""
+    plan = mma.plan_for(shape_c, k, kind, num_warps, wgmma=True, b_kmajor=b_kmajor)
+    assert plan.wgmma and plan.b_kmajor == b_kmajor
     rng = np.random.default_rng(hash((kind, shape_c, k, num_warps)) % 2**32)
     a = rng.integers(-8, 8, (shape_c[0], k)).astype(np.float64)
     b = rng.integers(-8, 8, (k, shape_c[1])).astype(np.float64)

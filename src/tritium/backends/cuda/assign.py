@@ -70,7 +70,27 @@ class Choices:
     def dot_plan(self, op: Operation, layout: Optional[L.Layout] = None) -> Optional[mma.Plan]:
         """The tensor-core plan of dot ``op``, or None (the FMA path); ``layout``: its result's
         assigned layout, from which the plan reads its warp grid."""
-        return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma)
+        return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma, self.b_kmajor(op))
+
+    def tile_encoding(self, v: Value) -> Optional[SharedTile]:
+        """The shared tile a load copies ``v`` into (or a ring slot holds it in), or None."""
+        return v.encoding if isinstance(v.encoding, SharedTile) else None
+
+    def b_kmajor(self, op: Operation) -> bool:
+        """Dot ``op``'s B is stored N x K (``mma.Plan.b_kmajor``): its tile says so, or it is a load
+        whose runs of 16 bytes lie along K (attention's K^T, read with K contiguous)."""
+        from .async_copy import copy_run
+
+        b = op.operand("b")
+        tile = self.tile_encoding(b)
+        if tile is not None:
+            return tile.transposed
+        load = b.owner
+        if load is None or load.opcode != "load" or not _is_block(b) or len(_shape(b.type)) != 2:
+            return False
+        item = max(1, b.type.scalar.primitive_bitwidth // 8)
+        layout = self.access_layout(load.operand("pointer"), load.operand("mask"))
+        return copy_run(layout, _shape(b.type), item, dim=0) is not None
 
     def dot_result_layout(self, op: Operation) -> L.Layout:
         """The layout of dot ``op``'s result: the tensor cores' where they apply, else the
@@ -162,6 +182,7 @@ class _Assigner(Choices):
         self.lane_rules = lane_rules  # the elementwise opcodes
         self.known: dict[int, object] = {}  # value id -> its layout once lowered, None, or _UNKNOWN
         self.carriers: dict[int, tuple[Operation, int]] = {}  # a for body's argument -> (the for, its index)
+        self.following: dict[int, L.Layout] = {}  # a for body's argument -> the layout it takes from its yield
         for op in fn.walk():
             if op.opcode == "for":
                 for i, arg in enumerate(op.regions[0].args[1:]):
@@ -197,6 +218,8 @@ class _Assigner(Choices):
             return self.layout_of(op.operands[0])
         if opcode == "dot":
             return self.dot_result_layout(op)
+        if opcode == "reduce":  # cross_lane.lower_reduce: its operand's layout, sliced
+            return L.sliced(self.some_layout(op.operands[0]), op.attrs["axis"])
         if opcode == "for":
             return self._carried(op, next(i for i, r in enumerate(op.results) if r is v))
         if opcode in self.lane_rules and opcode not in self.rules:  # lower_lanes
@@ -205,8 +228,11 @@ class _Assigner(Choices):
         raise _Unknown(v)
 
     def _carried(self, op: Operation, i: int) -> L.Layout:
-        """The layout of carried value ``i`` of for ``op``, as ``lower_for`` chooses it."""
+        """The layout of carried value ``i`` of for ``op``, as ``lower_for`` chooses it: the one
+        ``place_following`` gave it, else by ``Choices._carried_layout``'s rule."""
         body = op.regions[0]
+        if body.args[1 + i].id in self.following:
+            return self.following[body.args[1 + i].id]
         yielded = body.terminator.operands if body.terminator is not None else ()
         return self._carried_layout(op.operands[3 + i], yielded[i] if i < len(yielded) else None,
                                     [(body.args[1 + i], body)])
@@ -254,10 +280,12 @@ class _Assigner(Choices):
         other = load.operand("other")
         if not width or (other is not None and not _is_zero(other)):
             return None
+        transposed = name == "b" and plan.b_kmajor  # K, the dimension before the last, contiguous
         pointer, mask = load.operand("pointer"), load.operand("mask")
-        if copy_run(self.access_layout(pointer, mask), _shape(pointer.type), plan.item) is None:
+        shape = _shape(pointer.type)
+        if copy_run(self.access_layout(pointer, mask), shape, plan.item, len(shape) - (2 if transposed else 1)) is None:
             return None
-        return SharedTile(width)
+        return SharedTile(width, transposed)
 
     def place_carried(self, op: Operation, i: int) -> None:
         body = op.regions[0]
@@ -266,6 +294,55 @@ class _Assigner(Choices):
             values.append(body.terminator.operands[i])
         for v in values:
             self.place(v)
+
+    def place_following(self, op: Operation) -> None:
+        """The values for ``op`` carries without a layout of their own (their initial values have none:
+        ``tl.zeros``, a running maximum's ``-inf``) and that the pass has not placed take the layouts
+        of what the loop yields for them, found with those values taken to have none (attention's
+        running maximum and sum: the slice of the score dot's layout its row reductions give), where
+        the yields then keep those layouts; the others keep the code generator's rule."""
+        body = op.regions[0]
+        candidates = []
+        for i, arg in enumerate(body.args[1:]):
+            if not _is_block(arg) or arg.encoding is not None or arg.id in self.following:
+                continue
+            try:
+                if self.layout_of(op.operands[3 + i]) is None:
+                    candidates.append(i)
+            except _Unknown:
+                continue
+        if not candidates:
+            return
+        saved = dict(self.known)
+        for i in candidates:
+            self.known[body.args[1 + i].id] = None
+        guesses = {}
+        for i in candidates:
+            try:
+                guess = self.layout_of(body.terminator.operands[i])
+            except _Unknown:
+                continue
+            if guess is not None and guess.shape == _shape(body.args[1 + i].type):
+                guesses[i] = guess
+        while guesses:  # keep the guesses whose yields keep them, given the others
+            self.known = {}
+            self.following.update((body.args[1 + i].id, guess) for i, guess in guesses.items())
+            wrong = []
+            for i, guess in guesses.items():
+                try:
+                    if self.layout_of(body.terminator.operands[i]) != guess:
+                        wrong.append(i)
+                except _Unknown:
+                    wrong.append(i)
+            if not wrong:
+                for i in guesses:
+                    self.place_carried(op, i)
+                return
+            for i in wrong:
+                del guesses[i]
+            for i in wrong:
+                del self.following[body.args[1 + i].id]
+        self.known = saved
 
     def _feeding_load(self, v: Value) -> Optional[Value]:
         """The load ``v`` is read from through hints, views and elementwise ops of one block operand."""
@@ -330,3 +407,8 @@ def assign_layouts(fn: Function, num_warps: int, capability: int, async_copies: 
             for i, yielded in enumerate(op.regions[0].terminator.operands):
                 if _is_block(yielded) and _made_by_a_dot(yielded, Codegen.lane_rules):
                     assigner.place_carried(op, i)
+    # what else a loop with a dot carries (attention's running maximum and sum) follows its yield
+    for op in fn.walk():
+        if op.opcode == "for" and op.regions[0].terminator is not None and \
+                any(inner.opcode == "dot" for inner in op.regions[0].ops):
+            assigner.place_following(op)

@@ -41,6 +41,7 @@ from typing import Optional
 
 from llvmlite import ir
 
+from ...compiler.ir.encodings import SharedTile
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import F32, I32
@@ -178,6 +179,14 @@ class Plan:
     # Hopper's wgmma (``wgmma.py``): each warpgroup (4 warps, stacked along M) multiplies 64 rows at a
     # time straight from the swizzled tiles; its accumulator fragment is this layout's
     wgmma: bool = False
+    # a 16-bit B stored N x K (K contiguous, "K-major", as a load of K^T with K contiguous in memory
+    # copies it) and read with ldmatrix without .trans; instructions that store B N x K anyway ignore it
+    b_kmajor: bool = False
+
+    @property
+    def b_trans(self) -> bool:
+        """B is stored K x N (N contiguous) and read with ldmatrix.trans; else stored N x K."""
+        return self.instruction.trans_b and not self.b_kmajor
 
     @property
     def item(self) -> int:
@@ -215,11 +224,11 @@ class Plan:
     @property
     def b_rows(self) -> int:
         """B's rows in shared memory: K (stored K x N) or N (stored N x K)."""
-        return self.k if self.instruction.trans_b else self.n
+        return self.k if self.b_trans else self.n
 
     @property
     def b_row(self) -> int:
-        return padded_row((self.n if self.instruction.trans_b else self.k) * self.item)
+        return padded_row((self.n if self.b_trans else self.k) * self.item)
 
     @property
     def b_tile(self) -> int:
@@ -281,10 +290,12 @@ class Plan:
         return [(ib, jn, step) for ib in range(rb) for jn in range(0, rn, step)]
 
 
-def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wgmma: bool = False) -> Optional[Plan]:
+def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wgmma: bool = False,
+             b_kmajor: bool = False) -> Optional[Plan]:
     """The plan of a dot with result shape ``shape_c`` (2-D or batched 3-D) and inner size ``k``,
     or None where the block is smaller than one tile (M < 16 or N < 8). ``wgmma``: Hopper's
-    instructions are allowed; the plan takes them where they fit (``wgmma.fits``)."""
+    instructions are allowed; the plan takes them where they fit (``wgmma.fits``). ``b_kmajor``: a
+    16-bit B is stored N x K (``Plan.b_kmajor``)."""
     from . import wgmma as hopper
 
     batched = len(shape_c) == 3
@@ -292,12 +303,15 @@ def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wg
     instruction = INSTRUCTIONS[kind]
     if m < 16 or n < 8 or k < instruction.k:
         return None
-    b_contiguous, b_rows = (n, k) if instruction.trans_b else (k, n)
+    b_kmajor = b_kmajor and instruction.trans_b
+    b_contiguous, b_rows = (n, k) if instruction.trans_b and not b_kmajor else (k, n)
     swizzles = swizzle_width(k * instruction.item, m), swizzle_width(b_contiguous * instruction.item, b_rows)
     if wgmma and not batched and not split and hopper.fits(kind, m, n, num_warps, *swizzles):
-        return Plan(instruction, False, 1, m, n, k, num_warps, 1, hopper.warp_bits(num_warps), *swizzles, True)
+        return Plan(instruction, False, 1, m, n, k, num_warps, 1, hopper.warp_bits(num_warps), *swizzles, True,
+                    b_kmajor)
     bits = warp_grid(batch, m // 16, n // 8, num_warps)
-    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits, *swizzles)
+    return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits, *swizzles,
+                b_kmajor=b_kmajor)
 
 
 # index arithmetic, on ints (the model) or on Lowered values (the code) -----------------------------------
@@ -310,7 +324,7 @@ def a_offset(plan: Plan, batch, row, col, part: int = 0):
 
 def b_offset(plan: Plan, batch, row, col, part: int = 0):
     """The byte offset in shared memory of B[batch, row, col] (row along K)."""
-    stored_row, stored_col = (row, col) if plan.instruction.trans_b else (col, row)
+    stored_row, stored_col = (row, col) if plan.b_trans else (col, row)
     if plan.b_swizzle:
         return (plan.b_base(part) + batch * plan.b_tile
                 + nvmma_offset(stored_row, stored_col, plan.b_rows, plan.b_swizzle, plan.item))
@@ -352,17 +366,19 @@ def b_address(plan: Plan, lane, warp, group, kstep, part: int = 0):
     batch, _, col = tile_origin(plan, warp, ib, 0, jn)
     second = (lane >> 4) * (8 * plan.warps_along(2)) if count == 2 else 0
     k0 = kstep * plan.instruction.k
-    if plan.instruction.trans_b:
+    if plan.b_trans:
         return b_offset(plan, batch, k0 + (lane & 15), col + second, part)
     return b_offset(plan, batch, k0 + ((lane >> 3) & 1) * (16 // plan.item), col + (lane & 7) + second, part)
 
 
 # lowering ---------------------------------------------------------------------------------------------
 def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None,
-            wgmma: bool = False) -> Optional[Plan]:
+            wgmma: bool = False, b_kmajor: Optional[bool] = None) -> Optional[Plan]:
     """The tensor-core plan of ``op`` (a dot) for ``num_warps`` warps on ``capability``, or None (the
     FMA path). ``layout``: the result's layout where the layouts pass chose it (``assign.py``): the
-    warp grid is read back from it. ``wgmma``: Hopper's wgmma allowed (on sm_90)."""
+    warp grid is read back from it. ``wgmma``: Hopper's wgmma allowed (on sm_90). ``b_kmajor``: B
+    stored N x K (``Plan.b_kmajor``); None: as B's tile encoding says (``#cuda.nvmma<..., transposed>``),
+    else not."""
     a = op.operand("a")
     precision = op.attrs.get("input_precision", "ieee")
     work = lanes.accumulate_type(op)
@@ -370,8 +386,11 @@ def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = No
     if kind is None:
         return None
     split = kind == "tf32" and precision == "tf32x3"
+    if b_kmajor is None:
+        encoding = op.operand("b").encoding
+        b_kmajor = isinstance(encoding, SharedTile) and encoding.transposed
     plan = plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, num_warps, split,
-                    wgmma and capability == 90)
+                    wgmma and capability == 90, b_kmajor)
     if plan is None or layout is None:
         return plan
     warp_bits = layout.warp_bits if plan.batched else tuple(None if bit is None else (bit[0] + 1, bit[1])
@@ -391,12 +410,21 @@ def lower_dot(cg, op, plan: Plan) -> None:
                 for x in cg.regs(acc, layout_c)]
 
     # an operand a load copied into its tile (async_copy.py) is there once the copies have landed;
-    # the others are stored from registers, into the same region
+    # wgmma reads an A in its operand layout from registers (attention's P); the others are stored
+    # from registers, into their regions
+    a_registers = None
+    if plan.wgmma:
+        from . import wgmma
+
+        if wgmma.a_from_registers(plan, cg.layout_of(a)):
+            a_registers = cg.regs(a, cg.layout_of(a))
     copied = {name for name in ("a", "b") if op.operand(name).id in cg.async_tiles}
-    pointer = cg.operand_pointer(op)
+    pointers = {name: cg.operand_pointer(op, name) for name in ("a", "b")}
+    in_registers = {"a"} if a_registers is not None else set()
     stored = [(name, value, offset, columns) for name, value, offset, columns in
-              (("a", a, a_offset, True), ("b", bm, b_offset, plan.instruction.trans_b)) if name not in copied]
-    parts = [(_operand_parts(cg, plan, value), offset, columns) for _, value, offset, columns in stored]
+              (("a", a, a_offset, True), ("b", bm, b_offset, plan.b_trans)) if name not in copied | in_registers]
+    parts = [(_operand_parts(cg, plan, value), offset, columns, pointers[name])
+             for name, value, offset, columns in stored]
     from_ring = cg.reads_ring(op)  # async_wait has waited for the copies, and synchronized
     if copied and not from_ring:
         cg.wait_for_copies()
@@ -408,7 +436,7 @@ def lower_dot(cg, op, plan: Plan) -> None:
         cg.barrier()
     if parts:
         for part in range(plan.parts):
-            for (values, layout), offset, columns in parts:
+            for (values, layout), offset, columns, pointer in parts:
                 _store(cg, plan, layout, values[part], offset, columns, part, pointer)
         if plan.wgmma:
             cg.async_proxy_fence()
@@ -416,7 +444,8 @@ def lower_dot(cg, op, plan: Plan) -> None:
     if plan.wgmma:
         from . import wgmma
 
-        values = wgmma.multiply(cg, plan, acc_regs, pointer, wait=id(op) not in cg.asynchronous_dots)
+        values = wgmma.multiply(cg, plan, acc_regs, pointers, wait=id(op) not in cg.asynchronous_dots,
+                                a_registers=a_registers)
         _finish(cg, op, plan, values, copied and not from_ring)
         return
 
@@ -424,14 +453,14 @@ def lower_dot(cg, op, plan: Plan) -> None:
     products = SPLIT_PRODUCTS if plan.parts == 2 else ((0, 0),)
 
     def step(kstep, accumulators):
-        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False, pointer)
+        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False, pointers["a"])
                    for group in plan.a_groups() for part in range(plan.parts)}
         b_frags = {}
         for group in plan.b_groups():
             ib, jn, count = group
             for part in range(plan.parts):
                 words = _ldmatrix(cg, b_address(plan, lane, warp, group, kstep, part), 2 * count,
-                                  plan.instruction.trans_b, pointer)
+                                  plan.b_trans, pointers["b"])
                 for j in range(count):
                     b_frags[((ib, jn + j), part)] = words[2 * j:2 * j + 2]
         following = list(accumulators)

@@ -6,7 +6,8 @@ warpgroups of a program stack along M (the block's M must hold 64 rows per warpg
 multiplies its 64-row blocks by the whole N, one ``m64nNk16`` per 64 rows and 16-wide K step, with
 both operands read by the tensor cores from the dot's swizzled shared tiles (``mma.nvmma_offset``)
 through 64-bit *matrix descriptors*: A (M x K, K contiguous) K-major, B (K x N, N contiguous)
-N-major (``imm-trans-b = 1``). The accumulator fragment is mma.sync's 16 x 8 one repeated along N
+N-major (``imm-trans-b = 1``), or, where its load has K contiguous (attention's K^T), stored N x K and
+K-major as A (``imm-trans-b = 0``). The accumulator fragment is mma.sync's 16 x 8 one repeated along N
 (``d[4j + 2h + e]`` at row ``g + 8h``, column ``8j + 2t + e`` of the thread with lane ``4g + t``), so
 the result's layout is ``mma.Plan.layout`` with the warp bits ``warp_bits`` gives.
 
@@ -24,6 +25,9 @@ block, ``R W`` past it. N-major B: the leading offset is one column block (``K W
 rows of K (``8 W``); a K step moves the start 16 rows (``16 W``).
 """
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
 
 from llvmlite import ir
 
@@ -63,8 +67,16 @@ def a_layout(plan: mma.Plan) -> tuple[int, int]:
 
 
 def b_layout(plan: mma.Plan) -> tuple[int, int]:
-    """(leading, stride) byte offsets of B's descriptors: N-major, column blocks of K rows."""
+    """(leading, stride) byte offsets of B's descriptors: N-major, column blocks of K rows; or, stored
+    N x K (``plan.b_kmajor``), K-major as A."""
+    if plan.b_kmajor:
+        return 16, 8 * plan.b_swizzle
     return plan.k * plan.b_swizzle, 8 * plan.b_swizzle
+
+
+def imm_trans_b(plan: mma.Plan) -> int:
+    """The instruction's imm-trans-b: 1 where B is N-major, 0 where it is K-major."""
+    return 0 if plan.b_kmajor else 1
 
 
 def a_start(plan: mma.Plan, group, repeat: int, step: int):
@@ -79,14 +91,40 @@ def b_start(plan: mma.Plan, step: int):
     return mma.b_offset(plan, 0, step * plan.instruction.k, 0)
 
 
+def operand_layout(plan: mma.Plan):
+    """The layout of an M x K A that wgmma reads from registers (the "RS" form): per warpgroup and
+    16-wide K step, four 32-bit registers holding a0..a7 at (row g + 8 h, column 2 t + e + 8 q), which
+    is the accumulator's fragment with N read as K; so the fp16 cast of one dot's result (attention's
+    P) is where the next dot reads it, with no data movement."""
+    return replace(plan, n=plan.k).layout
+
+
+def a_from_registers(plan: Optional[mma.Plan], layout) -> bool:
+    """A wgmma dot reads its A from registers: they are in ``operand_layout``."""
+    return plan is not None and plan.wgmma and layout is not None and layout == operand_layout(plan)
+
+
+def _packed_a(b: ir.IRBuilder, values: list, first: int) -> list:
+    """The four 32-bit registers of one k16 step: 16-bit elements ``first`` .. ``first + 7`` (held in
+    i16 registers) paired low half first."""
+    words = []
+    for i in range(first, first + 8, 2):
+        low = b.zext(values[i], I32)
+        high = b.shl(b.zext(values[i + 1], I32), ir.Constant(I32, 16))
+        words.append(b.or_(low, high))
+    return words
+
+
 def _descriptor(b: ir.IRBuilder, address: ir.Value, leading: int, stride: int, swizzle: int) -> ir.Value:
     start = b.zext(b.and_(b.lshr(address, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
     return b.or_(start, ir.Constant(I64, descriptor_bits(0, leading, stride, swizzle)))
 
 
-def multiply(cg, plan: mma.Plan, acc: list, pointer, wait: bool = True) -> list:
+def multiply(cg, plan: mma.Plan, acc: list, pointers: dict, wait: bool = True,
+             a_registers: Optional[list] = None) -> list:
     """The accumulators (``plan.layout``'s registers) after D = A B + D over the whole K, the operands
-    in their tiles (``pointer``: byte offset -> shared pointer) and visible to the async proxy;
+    in their tiles (``pointers``: "a" or "b" -> the function from a byte offset to a shared pointer)
+    and visible to the async proxy, or A in registers (``a_registers``: ``operand_layout``'s);
     ``wait=False``: issued and committed only (an asynchronous dot: a ``dot_wait`` waits for them)."""
     b = cg.b
     group = Lowered(cg.entry, cg.warp) >> 2
@@ -94,26 +132,42 @@ def multiply(cg, plan: mma.Plan, acc: list, pointer, wait: bool = True) -> list:
     count = 4 * columns  # accumulators of one instruction: N / 2
     inputs = "f16" if plan.instruction.kind == "fp16" else "bf16"
     outs = ", ".join(f"${i}" for i in range(count))
-    # operands: the outputs $0.., the accumulators tied to them, then the descriptors and scale-d
-    text = (f"{{ .reg .pred p; setp.ne.b32 p, ${2 * count + 2}, 0; wgmma.mma_async.sync.aligned.m{ROWS}n{plan.n}k16."
-            f"f32.{inputs}.{inputs} {{{outs}}}, ${2 * count}, ${2 * count + 1}, p, 1, 1, 0, 1; }}")
+    # operands: the outputs $0.., the accumulators tied to them, then A (a descriptor, or four
+    # registers), B's descriptor and scale-d
+    a_count = 1 if a_registers is None else 4
+    scale_at = 2 * count + a_count + 1
+    if a_registers is None:
+        a_text, a_constraints, a_types = f"${2 * count}, ", "l", [I64]
+    else:
+        a_text = "{" + ", ".join(f"${2 * count + i}" for i in range(4)) + "}, "
+        a_constraints, a_types = "r,r,r,r", [I32] * 4
+    trans_a = "0, " if a_registers is None else ""  # imm-trans-a: the RS form has none
+    text = (f"{{ .reg .pred p; setp.ne.b32 p, ${scale_at}, 0; wgmma.mma_async.sync.aligned.m{ROWS}n{plan.n}k16."
+            f"f32.{inputs}.{inputs} {{{outs}}}, {a_text}${scale_at - 1}, p, 1, 1, {trans_a}{imm_trans_b(plan)}; }}")
     tied = ",".join(str(i) for i in range(count))
-    constraints = ",".join(["=f"] * count) + "," + tied + ",l,l,r"
+    constraints = ",".join(["=f"] * count) + "," + tied + f",{a_constraints},l,r"
     result = ir.LiteralStructType([F32] * count)
-    instruction = ir.FunctionType(result, [F32] * count + [I64, I64, I32])
+    instruction = ir.FunctionType(result, [F32] * count + a_types + [I64, I32])
+    if a_registers is not None:  # packed before the fence: A's registers must not change after it
+        a_words = {(repeat, step): _packed_a(b, a_registers, repeat * (plan.k // 2) + 8 * step)
+                   for repeat in range(repeats) for step in range(plan.k_steps)}
 
-    def address(offset) -> ir.Value:
-        return b.ptrtoint(pointer(as_ir(offset)), I32)
+    def address(name: str, offset) -> ir.Value:
+        return b.ptrtoint(pointers[name](as_ir(offset)), I32)
 
     values = list(acc)
     scale = ir.Constant(I32, 1)
     cg.intrinsic("llvm.nvvm.wgmma.fence.sync.aligned", VOID, [])
     for step in range(plan.k_steps):
-        desc_b = _descriptor(b, address(b_start(plan, step)), *b_layout(plan), plan.b_swizzle)
+        desc_b = _descriptor(b, address("b", b_start(plan, step)), *b_layout(plan), plan.b_swizzle)
         for repeat in range(repeats):
-            desc_a = _descriptor(b, address(a_start(plan, group, repeat, step)), *a_layout(plan), plan.a_swizzle)
+            if a_registers is None:
+                a_operands = [_descriptor(b, address("a", a_start(plan, group, repeat, step)), *a_layout(plan),
+                                          plan.a_swizzle)]
+            else:
+                a_operands = a_words[(repeat, step)]
             first = count * repeat
-            call = b.asm(instruction, text, constraints, values[first:first + count] + [desc_a, desc_b, scale],
+            call = b.asm(instruction, text, constraints, values[first:first + count] + a_operands + [desc_b, scale],
                          side_effect=True)
             values[first:first + count] = [b.extract_value(call, i) for i in range(count)]
     cg.intrinsic("llvm.nvvm.wgmma.commit_group.sync.aligned", VOID, [])
