@@ -5,6 +5,8 @@
 #                                          CUDA-tensor tests, the launch overhead, the wgmma probe
 #   bash benchmarks/gpu/session.sh matmul  tests/backends/cuda, then benchmarks/gpu/matmul_stages.py (tutorial 03
 #                                          config by config: mma.sync, wgmma, Triton)
+#   bash benchmarks/gpu/session.sh tensor-cores   the same, then benchmarks/gpu/attention_fwd.py
+#   TESTS_SECONDS, MATMUL_SECONDS, ATTENTION_SECONDS: time limits of those parts; CONFIGS: matmul configs timed
 #   bash benchmarks/gpu/session.sh bench   benchmarks/cuda_vs_triton.py; with BASELINE_SRC=<a src/
 #                                          folder of another build>, that build's run too, in the
 #                                          same call, for a before/after on one card
@@ -17,12 +19,16 @@ mkdir -p "$OUT"
 WHAT=${1:-all}
 export PYTHONPATH=$PWD/src:$PWD/benchmarks/gpu TRITIUM_CACHE_DIR=${TMPDIR:-/tmp}/tritium-cache FAILURE_LOG=$OUT/failures.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/card.txt" 2>&1
-if [ "$WHAT" = matmul ]; then
-  python3 -m pytest -q -n 12 -p no:cacheprovider -p failure_log tests/backends/cuda > "$OUT/cuda_tests.txt" 2>&1
-  python3 benchmarks/gpu/matmul_stages.py --repeat "${REPEAT:-2}" > "$OUT/matmul_stages.txt" 2>&1
+if [ "$WHAT" = matmul ] || [ "$WHAT" = tensor-cores ]; then
+  timeout "${TESTS_SECONDS:-300}" python3 -m pytest -q -n 12 -p no:cacheprovider -p failure_log tests/backends/cuda > "$OUT/cuda_tests.txt" 2>&1
+  timeout "${MATMUL_SECONDS:-240}" python3 benchmarks/gpu/matmul_stages.py --repeat "${REPEAT:-2}" --configs "${CONFIGS:-10}" > "$OUT/matmul_stages.txt" 2>&1
+  if [ "$WHAT" = tensor-cores ]; then
+    timeout "${ATTENTION_SECONDS:-240}" python3 benchmarks/gpu/attention_fwd.py --repeat "${REPEAT:-2}" > "$OUT/attention_fwd.txt" 2>&1
+  fi
   echo "== card"; cat "$OUT/card.txt"
   echo "== tests/backends/cuda"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/cuda_tests.txt" | cut -c1-300 | tail -30
   echo "== matmul_stages"; tail -24 "$OUT/matmul_stages.txt"
+  if [ "$WHAT" = tensor-cores ]; then echo "== attention_fwd"; tail -40 "$OUT/attention_fwd.txt"; fi
   exit 0
 fi
 if [ "$WHAT" != bench ]; then

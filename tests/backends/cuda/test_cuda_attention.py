@@ -1,0 +1,149 @@
+"""Flash attention's forward on the CUDA backend: what its two dots become (Q copied once into its
+tile, K^T and V pipelined through rings, K^T stored K-major, P read by wgmma from registers, the
+running maximum and sum kept in the score dot's row layout), checked in the PTX and SASS here, and on
+a GPU against an fp64 attention.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tritium as triton
+import tritium.language as tl
+from tritium.backends.cuda import nvptx
+from test_cuda_ptx import compile_for
+
+
+@triton.jit
+def _attention(Q, K, V, Out, sm_scale, stride_z, stride_h, stride_m, H, N_CTX, HEAD_DIM: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    offset = (off_hz // H) * stride_z + (off_hz % H) * stride_h
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + offset + offs_m[:, None] * stride_m + offs_d[None, :])
+    k_ptrs = K + offset + offs_n[None, :] * stride_m + offs_d[:, None]  # K^T: HEAD_DIM x BLOCK_N
+    v_ptrs = V + offset + offs_n[:, None] * stride_m + offs_d[None, :]
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, hi, BLOCK_N):
+        k = tl.load(k_ptrs + start_n * stride_m)
+        qk = tl.dot(q, k)
+        if CAUSAL:
+            qk = qk * qk_scale + tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(v_ptrs + start_n * stride_m)
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(Out + offset + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(tl.float16))
+
+
+SIGNATURE = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "Out": "*fp16:16", "sm_scale": "fp32",
+             "stride_z": "i32:16", "stride_h": "i32:16", "stride_m": "i32:16", "H": "i32", "N_CTX": "i32:16"}
+
+
+def _compiled(head_dim, block_m, block_n, num_warps, num_stages, causal=False, **options):
+    constants = {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal}
+    return compile_for(_attention, {**SIGNATURE, **{name: "constexpr" for name in constants}}, constants,
+                       num_warps=num_warps, num_stages=num_stages, **options)
+
+
+def _needs_sass():
+    if nvptx.ptxas_path() is None or triton.knobs.nvidia.nvdisasm is None:
+        pytest.skip("no ptxas or nvdisasm here (the nvidia-cuda-nvcc and nvidia-cuda-nvdisasm wheels)")
+
+
+def test_k_transposed_is_copied_k_major_and_k_and_v_run_ahead_in_rings():
+    compiled = _compiled(64, 128, 64, 8, 3)
+    layouts = compiled.asm["layouts"]
+    # K^T (HEAD_DIM x BLOCK_N, HEAD_DIM contiguous in memory) lies in its tile as it lies in memory
+    assert re.search(r"shared_slot %\d+ \{ring=0, stages=3, operand='b'.*#cuda\.nvmma<swizzle=128, transposed>",
+                     layouts)
+    assert re.search(r"shared_slot %\d+ \{ring=1, stages=3, operand='b'.*#cuda\.nvmma<swizzle=128>>", layouts)
+    # each ring: two tiles ahead before the loop, one per iteration in it; Q copied once, not a ring
+    assert layouts.count("async_copy") == 2 * 2 + 2
+    assert re.search(r"= load %\d+ : <128x64xfp16, #cuda\.nvmma<swizzle=128>>", layouts)
+
+
+def test_the_running_maximum_and_sum_keep_the_score_dots_row_layout():
+    """No conversion through shared memory per iteration: m_i and l_i are carried in the slice of the
+    dot's layout that the row reductions give."""
+    for wgmma in (False, True):
+        layouts = _compiled(64, 128, 64, 8, 3, wgmma=wgmma).asm["layouts"]
+        carried = re.search(r"= for [^:]*: (.*)", layouts).group(1)
+        assert carried.count("#cuda.slice<") == 2 and "#cuda.blocked" not in carried, carried
+
+
+@pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages",
+                         [(64, 128, 64, 8, 3), (128, 128, 128, 8, 2), (64, 64, 64, 4, 3)])
+def test_wgmma_reads_k_major_k_from_its_ring_and_p_from_registers(head_dim, block_m, block_n, num_warps,
+                                                                   num_stages):
+    """Q K^T from two descriptors, K^T K-major (no .tnspB); P V with P in registers (the "RS" form) and
+    V N-major; no spills, no serialization warning."""
+    _needs_sass()
+    compiled = _compiled(head_dim, block_m, block_n, num_warps, num_stages, wgmma=True)
+    report = compiled.executable.ptxas_report
+    assert report.spill_stores == report.spill_loads == 0 and not report.warnings, report.text
+    sass = nvptx.disassemble(compiled.asm["cubin"])
+    rows_per_group = block_m // (num_warps // 4)
+    first = re.findall(rf"HGMMA\.64x{block_n}x16\.F32 R\d+, gdesc\[UR\d+\], (?:RZ|R\d+)", sass)
+    second = re.findall(rf"HGMMA\.64x{head_dim}x16\.F32 R\d+, R\d+, gdesc\[UR\d+\]\.tnspB, R\d+", sass)
+    assert len(first) == rows_per_group // 64 * head_dim // 16
+    assert len(second) == rows_per_group // 64 * block_n // 16
+    assert sass.count("HGMMA.") == len(first) + len(second)
+
+
+torch = pytest.importorskip("torch")
+from tritium.backends import registry  # noqa: E402
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or not registry.get("cuda").is_available(),
+                               reason="no CUDA GPU here")
+
+
+def _reference(q, k, v, causal):
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+    if causal:
+        n = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(n, n, device=q.device).tril() == 0, float("-inf"))
+    p = torch.softmax(scores, -1)
+    return p @ v, p @ v.abs()
+
+
+@needs_gpu
+@pytest.mark.parametrize("wgmma", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seq_len", [128, 384])
+@pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages",
+                         [(64, 128, 64, 8, 3), (64, 64, 64, 4, 2), (128, 128, 64, 8, 3), (128, 128, 128, 8, 2),
+                          (64, 128, 128, 8, 4), (64, 128, 64, 4, 1)])
+def test_attention_forward_on_the_gpu(head_dim, block_m, block_n, num_warps, num_stages, seq_len, causal, wgmma):
+    """Against attention in fp64: P is rounded to fp16 before P V (2^-11 relative each, in the weighted
+    sum of |v|) and the output to fp16 (2^-11 relative); the bound allows twice both. Short sequences:
+    fewer iterations than stages."""
+    generator = torch.Generator(device="cuda").manual_seed(seq_len + head_dim + block_n)
+    q, k, v = (torch.randn(2, 3, seq_len, head_dim, device="cuda", generator=generator).half() for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    grid = (seq_len // block_m, 2 * 3)
+    _attention[grid](q, k, v, out, head_dim ** -0.5, q.stride(0), q.stride(1), q.stride(2), 3, seq_len,
+                     HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps,
+                     num_stages=num_stages, wgmma=wgmma)
+    expected, weighted = _reference(q, k, v, causal)
+    bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
+    error = (out.double() - expected).abs()
+    assert (error <= bound).all(), f"largest error {error.max().item():.3g}"
