@@ -96,14 +96,23 @@ def test_host_descriptor_specializes_on_block_shape_and_dtype():
     x = _randn(16, 16, seed=4)
     out = torch.zeros(16, 16)
     first_tile.cache.clear()  # count this backend's compilations only
-    first_tile[(1,)](TensorDescriptor.from_tensor(x, [8, 8]), out, BM=8, BN=8)
-    first_tile[(1,)](TensorDescriptor.from_tensor(x[:12, :12] + 1, [8, 8]), out, BM=8, BN=8)
+    kernel = first_tile[(1,)](TensorDescriptor.from_tensor(x, [8, 8]), out, BM=8, BN=8)
+    # the base's alignment and the shape and strides that are multiples of 16 are facts of the IR
+    ttir = kernel.asm["ttir"]
+    for part, ty in (("base", "ptr<fp32>"), ("shape0", "i32"), ("shape1", "i32"), ("stride0", "i64")):
+        assert f"%desc.{part}: {ty} {{divisibility=16}}" in ttir
+    first_tile[(1,)](TensorDescriptor.from_tensor(x.flip(0) + 1, [8, 8]), out, BM=8, BN=8)
     assert len(first_tile.cache) == 1  # another tensor of the same kind: no recompilation
+    # a shape that is no multiple of 16: another specialization, as an integer argument's would be
+    kernel = first_tile[(1,)](TensorDescriptor.from_tensor(x[:12, :12] + 1, [8, 8]), out, BM=8, BN=8)
+    assert torch.equal(out.flatten()[:64].view(8, 8), x[:8, :8] + 1)
+    assert "%desc.shape0: i32," in kernel.asm["ttir"]
+    assert len(first_tile.cache) == 2
     first_tile[(1,)](TensorDescriptor.from_tensor(x, [16, 16]), out, BM=16, BN=16)
     assert torch.equal(out, x)
     first_tile[(1,)](TensorDescriptor.from_tensor(x.half(), [16, 16]), out, BM=16, BN=16)
     assert torch.equal(out, x.half().float())
-    assert len(first_tile.cache) == 3
+    assert len(first_tile.cache) == 4
 
 
 @triton.jit

@@ -82,7 +82,8 @@ class ASTSource:
     """A kernel to compile: ``fn`` (a @jit function, or a plain Python function), ``signature``
     (parameter name -> type string or IR type; parameters left out take their value from
     ``constexprs`` or their default), ``constexprs`` and ``attrs`` keyed by parameter name, by
-    index or by Triton's 1-tuple of an index."""
+    index or by Triton's 1-tuple of an index; ``attrs`` of the parts of an argument passed as several
+    IR parameters by those parameters' names (``desc.base``, ``desc.shape0``)."""
 
     def __init__(self, fn, signature: Union[Mapping[str, Any], str, list], constexprs: Optional[Mapping] = None,
                  attrs: Optional[Mapping] = None):
@@ -152,6 +153,9 @@ class ASTSource:
             merged = {**parsed, **self.attrs.get(name, {})}
             if merged:
                 attrs[name] = merged
+        # a part of an argument passed as several IR parameters, named as they are (``desc.shape0``)
+        attrs.update((key, value) for key, value in self.attrs.items()
+                     if isinstance(key, str) and key.partition(".")[0] in specs and key not in specs)
         return specs, attrs
 
     def hash(self) -> str:

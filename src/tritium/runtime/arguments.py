@@ -201,8 +201,7 @@ def specialize(value, allow_constant_one: bool = True) -> Specialization:
         ty = T.float32 if isinstance(value, float) else T.dtype(_NUMPY_DTYPE_NAMES[value.dtype.name])
         return Specialization((ty.name,), ty, {}, None)
     if _is_tensor_descriptor(value):
-        key, spec, device = _specialize_descriptor(value)
-        return Specialization(key, spec, {}, device)
+        return _specialize_descriptor(value)
     if isinstance(value, tuple):
         return _specialize_tuple(value, allow_constant_one)
     view = tensor_view(value)
@@ -238,9 +237,12 @@ def _is_tensor_descriptor(value) -> bool:
     return isinstance(value, TensorDescriptor)
 
 
-def _specialize_descriptor(desc) -> tuple[tuple, Any, str]:
+def _specialize_descriptor(desc) -> Specialization:
     """A host TensorDescriptor: the kernel is specialized for its element type, block shape and
-    padding; its base, shape and strides are passed at run time (see ``expand_composites``)."""
+    padding, and, as integer and pointer arguments are, for its base's 16-byte alignment and which of
+    its shape and strides are multiples of 16 (``attrs`` by parameter-name suffix: ``.base``,
+    ``.shape0``, ``.stride0``...); its base, shape and strides are passed at run time (see
+    ``expand_composites``)."""
     from ..language.tensor_descriptor import tensor_descriptor_type
 
     view = tensor_view(desc.base)
@@ -252,7 +254,14 @@ def _specialize_descriptor(desc) -> tuple[tuple, Any, str]:
         if not 0 <= extent < 2**31:
             raise LaunchError(f"a TensorDescriptor's shape must fit in int32, got {list(desc.shape)}")
     spec = tensor_descriptor_type(view.dtype, tuple(desc.block_shape), desc.padding)
-    return ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding, view.device), spec, view.device
+    aligned = view.address % 16 == 0
+    shape = tuple(int(extent) % 16 == 0 for extent in desc.shape)
+    strides = tuple(int(stride) % 16 == 0 for stride in desc.strides[:-1])
+    attrs = {".base": dict(_DIVISIBLE)} if aligned else {}
+    attrs.update((f".shape{i}", dict(_DIVISIBLE)) for i, divisible in enumerate(shape) if divisible)
+    attrs.update((f".stride{i}", dict(_DIVISIBLE)) for i, divisible in enumerate(strides) if divisible)
+    key = ("tensordesc", view.dtype.name, tuple(desc.block_shape), desc.padding, view.device, aligned, shape, strides)
+    return Specialization(key, spec, attrs, view.device)
 
 
 # tuples --------------------------------------------------------------------------------------------
@@ -269,7 +278,7 @@ def _specialize_tuple(value: tuple, allow_constant_one: bool) -> Specialization:
             raise LaunchError(f"element {index} of the tuple: {error}") from None
         elements.append(found.spec)
         keys.append(found.key)
-        if isinstance(found.spec, tuple_type):
+        if is_composite(found.spec):
             attrs.update({f".{index}{suffix}": a for suffix, a in found.attrs.items()})
         elif found.attrs:
             attrs[f".{index}"] = found.attrs
@@ -277,6 +286,15 @@ def _specialize_tuple(value: tuple, allow_constant_one: bool) -> Specialization:
     factory = type(value) if hasattr(type(value), "_fields") else None  # a named tuple keeps its class
     key = ("tuple", getattr(factory, "__qualname__", "tuple"), tuple(keys))
     return Specialization(key, tuple_type(tuple(elements), factory), attrs, device)
+
+
+def is_composite(spec) -> bool:
+    """``spec`` is passed as several IR parameters (a tuple's elements, a tensor descriptor's parts),
+    whose ``attrs`` are keyed by the suffix of the parameter's name."""
+    from ..language.tensor_descriptor import tensor_descriptor_type
+    from ..language.tuple_type import tuple_type
+
+    return isinstance(spec, (tuple_type, tensor_descriptor_type))
 
 
 def _argument_parts(name: str, spec, value) -> list[tuple[str, Any, Any]]:

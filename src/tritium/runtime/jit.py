@@ -17,7 +17,7 @@ from ..language.core import ConstexprFunction, constexpr, constexpr_function  # 
 from ..language.core import source_from_def
 from ..language.tuple_type import tuple_type
 from . import compilation
-from .arguments import MockTensor, specialize, tensor_view  # noqa: F401  (MockTensor: Triton's name here)
+from .arguments import MockTensor, is_composite, specialize, tensor_view  # noqa: F401  (MockTensor: Triton's name here)
 from .binder import make_binder
 from .reinterpret import TensorWrapper, reinterpret  # noqa: F401  (Triton's names here)
 from .launch import (
@@ -254,7 +254,7 @@ class JITFunction(KernelInterface, JITCallable):
                 raise type(error)(f"{self.__name__}[grid](...), argument '{p.name}': {error}") from None
             key.append(found.key)
             specs[p.name] = found.spec
-            if isinstance(found.spec, tuple_type):  # its elements' attributes, by parameter-name suffix
+            if is_composite(found.spec):  # its parts' attributes, by parameter-name suffix
                 attrs.update({p.name + suffix: a for suffix, a in found.attrs.items()})
             elif found.attrs:
                 attrs[p.name] = found.attrs
