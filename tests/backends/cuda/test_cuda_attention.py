@@ -12,7 +12,8 @@ import pytest
 import tritium as triton
 import tritium.language as tl
 from tritium.backends.cuda import nvptx
-from test_cuda_ptx import compile_for
+from tritium.compiler import ASTSource
+from test_cuda_ptx import HOPPER, compile_for
 
 
 @triton.jit
@@ -53,6 +54,50 @@ def _attention(Q, K, V, Out, sm_scale, stride_z, stride_h, stride_m, H, N_CTX, H
     tl.store(Out + offset + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(tl.float16))
 
 
+@triton.jit
+def _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, lo, hi, offs_m,
+                     BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+    """Keys lo .. hi of one query block, read through tensor descriptors (K transposed after its load);
+    ``DIAGONAL``: the block on the diagonal, masked."""
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        kt = desc_k.load([row0 + start_n, 0]).T
+        qk = tl.dot(q, kt) * qk_scale
+        if DIAGONAL:
+            qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, -1.0e6)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(tl.float16), desc_v.load([row0 + start_n, 0]), acc * alpha[:, None])
+        m_i = m_ij
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _attention_descriptors(desc_q, desc_k, desc_v, desc_o, sm_scale, N_CTX, HEAD_DIM: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """The same attention over (batch * heads * seq_len, HEAD_DIM) descriptors; causal: the blocks
+    below the diagonal unmasked, then the diagonal block masked, two loops reading one Q."""
+    start_m = tl.program_id(0)
+    row0 = tl.program_id(1) * N_CTX
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = desc_q.load([row0 + start_m * BLOCK_M, 0])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    if CAUSAL:
+        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, 0, start_m * BLOCK_M,
+                                         offs_m, BLOCK_N, False)
+        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, start_m * BLOCK_M,
+                                         (start_m + 1) * BLOCK_M, offs_m, BLOCK_N, True)
+    else:
+        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, 0, N_CTX, offs_m,
+                                         BLOCK_N, False)
+    desc_o.store([row0 + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
 SIGNATURE = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "Out": "*fp16:16", "sm_scale": "fp32",
              "stride_z": "i32:16", "stride_h": "i32:16", "stride_m": "i32:16", "H": "i32", "N_CTX": "i32:16"}
 
@@ -61,6 +106,45 @@ def _compiled(head_dim, block_m, block_n, num_warps, num_stages, causal=False, *
     constants = {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal}
     return compile_for(_attention, {**SIGNATURE, **{name: "constexpr" for name in constants}}, constants,
                        num_warps=num_warps, num_stages=num_stages, **options)
+
+
+def _compiled_with_descriptors(head_dim, block_m, block_n, num_warps, num_stages, causal=False, **options):
+    """As launched with descriptors whose base is 16-byte aligned and whose shape and strides are
+    multiples of 16 (what the launch specializes them on)."""
+    from tritium.language.tensor_descriptor import tensor_descriptor_type
+
+    def descriptor(rows):
+        return tensor_descriptor_type(tl.float16, (rows, head_dim), "")
+
+    signature = {"desc_q": descriptor(block_m), "desc_k": descriptor(block_n), "desc_v": descriptor(block_n),
+                 "desc_o": descriptor(block_m), "sm_scale": "fp32", "N_CTX": "i32:16"}
+    constants = {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal}
+    signature.update({name: "constexpr" for name in constants})
+    attrs = {f"desc_{x}.{part}": {"divisibility": 16} for x in "qkvo" for part in ("base", "shape0", "shape1",
+                                                                                  "stride0")}
+    return triton.compile(ASTSource(_attention_descriptors, signature, constexprs=constants, attrs=attrs),
+                          target=HOPPER, options={"num_warps": num_warps, "num_stages": num_stages, **options})
+
+
+def test_a_transposed_descriptor_load_is_copied_k_major_into_its_ring():
+    """``desc_k.load(...).T`` reads K^T as it lies (transposed_loads.py): one ring of K-major tiles."""
+    layouts = _compiled_with_descriptors(64, 128, 64, 8, 3).asm["layouts"]
+    assert re.search(r"shared_slot %\d+ \{ring=0, stages=3, operand='b'.*#cuda\.nvmma<swizzle=128, transposed>",
+                     layouts)
+    assert re.search(r"shared_slot %\d+ \{ring=1, stages=3, operand='b'.*#cuda\.nvmma<swizzle=128>>", layouts)
+    assert "= load " not in layouts.split("= for ")[1]  # both of the loop's loads are copies into rings
+
+
+def test_two_loops_read_one_q_tile_and_their_rings_share_bytes():
+    """The causal kernel's two loops: Q copied once into one tile both dots read; the second loop's
+    rings lie over the first's (the wait after a loop synchronizes): with P in registers (wgmma), no
+    more shared memory than one loop's."""
+    one = _compiled_with_descriptors(64, 128, 64, 8, 3, wgmma=True)
+    two = _compiled_with_descriptors(64, 128, 64, 8, 3, causal=True, wgmma=True)
+    layouts = two.asm["layouts"]
+    assert re.search(r"= load %\d+, mask=%\d+, other=%\d+ : <128x64xfp16, #cuda\.nvmma<swizzle=128>>", layouts)
+    assert layouts.count("shared_slot") == 4 and layouts.count("= for ") == 2
+    assert two.metadata.shared == one.metadata.shared
 
 
 def _needs_sass():
@@ -143,6 +227,36 @@ def test_attention_forward_on_the_gpu(head_dim, block_m, block_n, num_warps, num
     _attention[grid](q, k, v, out, head_dim ** -0.5, q.stride(0), q.stride(1), q.stride(2), 3, seq_len,
                      HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps,
                      num_stages=num_stages, wgmma=wgmma)
+    expected, weighted = _reference(q, k, v, causal)
+    bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
+    error = (out.double() - expected).abs()
+    assert (error <= bound).all(), f"largest error {error.max().item():.3g}"
+
+
+@needs_gpu
+@pytest.mark.parametrize("wgmma", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages",
+                         [(64, 128, 64, 8, 3), (128, 128, 64, 8, 2), (64, 64, 64, 4, 4)])
+def test_attention_through_tensor_descriptors_on_the_gpu(head_dim, block_m, block_n, num_warps, num_stages, causal,
+                                                         wgmma):
+    """K read transposed through its descriptor, Q shared by the causal kernel's two loops, whose rings
+    share their bytes: against fp64 attention, with the bound of the pointer kernel's test."""
+    from tritium.tools.tensor_descriptor import TensorDescriptor
+
+    batch_heads, seq_len = 4, 512
+    generator = torch.Generator(device="cuda").manual_seed(head_dim + block_n + num_stages)
+    q, k, v = (torch.randn(1, batch_heads, seq_len, head_dim, device="cuda", generator=generator).half()
+               for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+
+    def rows(x, block):
+        return TensorDescriptor.from_tensor(x.view(batch_heads * seq_len, head_dim), [block, head_dim])
+
+    _attention_descriptors[(seq_len // block_m, batch_heads)](
+        rows(q, block_m), rows(k, block_n), rows(v, block_n), rows(out, block_m), head_dim ** -0.5, seq_len,
+        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps,
+        num_stages=num_stages, wgmma=wgmma)
     expected, weighted = _reference(q, k, v, causal)
     bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
     error = (out.double() - expected).abs()

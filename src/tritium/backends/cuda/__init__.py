@@ -195,14 +195,15 @@ class CUDABackend(Backend):
 
 
 def _placed(fn: Function, options, capability: int, checks: bool = False) -> Function:
-    """A copy of ``fn`` as the code generator lowers it: the layouts pass's encodings on what the dots
-    touch, and the loops that feed them pipelined (not in debug mode's variant, whose accesses are
+    """A copy of ``fn`` as the code generator lowers it: loads read through a transpose read it
+    transposed (``transposed_loads.py``), the layouts pass's encodings on what the dots touch, and the
+    loops that feed them pipelined (not in debug mode's variant, whose accesses are
     register loads and stores, each checked)."""
-    from . import assign, pipeline
-
-    from . import mma
+    from . import assign, mma, pipeline
+    from .transposed_loads import load_transposed
 
     lowered = fn.copy()
+    load_transposed(lowered)
     assign.assign_layouts(lowered, options.num_warps, capability, async_copies=not checks, wgmma=options.wgmma)
     if not checks:
         def asynchronous(dot) -> bool:  # a wgmma dot runs on while the loop goes on

@@ -171,10 +171,10 @@ class _Assigner(Choices):
                  wgmma: bool = False):
         self.async_copies = async_copies
         self.wgmma = wgmma
-        self.uses: dict[int, int] = {}
+        self.readers: dict[int, list] = {}  # value id -> the ops that read it, once per operand
         for op in fn.walk():
             for operand in op.operands:
-                self.uses[operand.id] = self.uses.get(operand.id, 0) + 1
+                self.readers.setdefault(operand.id, []).append(op)
         self.num_warps = num_warps
         self.capability = capability
         self.axis = analyze_axis_info(fn)
@@ -268,14 +268,18 @@ class _Assigner(Choices):
 
         value = op.operand(name)
         load = value.owner
-        if load is None or load.opcode != "load" or self.uses.get(value.id) != 1 or load.attrs.get("volatile"):
+        if load is None or load.opcode != "load" or load.attrs.get("volatile"):
             return None
-        try:
-            plan = self.dot_plan(op, self.layout_of(op.results[0]))
-        except _Unknown:  # a result the pass does not place: the dot stores its operands itself
-            return None
+        plan = self._tile_plan(op)
         if plan is None or plan.batched or plan.parts != 1 or plan.instruction.kind not in ("fp16", "bf16"):
             return None
+        # every reader is a dot taking it as the same operand in the same tile (a Q two loops multiply by)
+        for reader in self.readers.get(value.id, ()):
+            other = self._tile_plan(reader) if reader.opcode == "dot" else None
+            if other is None or reader.operand(name) is not value or \
+                    reader.operand("b" if name == "a" else "a") is value or \
+                    _tile_shape(other, name) != _tile_shape(plan, name):
+                return None
         width = plan.a_swizzle if name == "a" else plan.b_swizzle
         other = load.operand("other")
         if not width or (other is not None and not _is_zero(other)):
@@ -286,6 +290,14 @@ class _Assigner(Choices):
         if copy_run(self.access_layout(pointer, mask), shape, plan.item, len(shape) - (2 if transposed else 1)) is None:
             return None
         return SharedTile(width, transposed)
+
+    def _tile_plan(self, op: Operation) -> Optional[mma.Plan]:
+        """Dot ``op``'s plan, its result placed; None where the pass does not place the result (the
+        dot then stores its operands itself)."""
+        try:
+            return self.dot_plan(op, self.layout_of(op.results[0]))
+        except _Unknown:
+            return None
 
     def place_carried(self, op: Operation, i: int) -> None:
         body = op.regions[0]
@@ -369,10 +381,18 @@ def _made_by_a_dot(v: Value, lane_rules) -> bool:
                                            for o in op.operands)
 
 
+def _tile_shape(plan: mma.Plan, name: str) -> tuple:
+    """What places the elements of operand ``name``'s tile (``mma.a_offset`` / ``b_offset``)."""
+    if name == "a":
+        return plan.m, plan.k, plan.item, plan.a_swizzle, plan.a_row
+    return plan.n, plan.k, plan.item, plan.b_swizzle, plan.b_trans, plan.b_row
+
+
 def _is_zero(v: Value) -> bool:
-    """``v`` is a constant +0 (or a splat of one): what a copy that reads nothing fills in."""
+    """``v`` is a constant +0 (or a splat of one, viewed in any shape): what a copy that reads nothing
+    fills in."""
     op = v.owner
-    while op is not None and op.opcode == "splat":
+    while op is not None and op.opcode in ("splat", "broadcast", "reshape", "permute"):
         op = op.operands[0].owner
     if op is None or op.opcode != "constant":
         return False

@@ -47,11 +47,12 @@ class RingsInUse(LowerAgain):
     """The scratch memory, laid over the rings, was used while one is live: lower with it apart."""
 
 
-def async_operands(fn: Function) -> dict:
+def async_operands(fn: Function) -> tuple[dict, list]:
     """Value id of each dot operand that is copied into the dot's tile: a load the layouts pass gave
-    a tile encoding, or a ring slot (``shared_slot``) -> (its dot, "a" or "b", the encoding); read
-    before the code generator clears the encodings it writes again."""
-    found = {}
+    a tile encoding, or a ring slot (``shared_slot``) -> (a dot reading it, "a" or "b", the encoding);
+    and the dots that read such operands, in program order. Read before the code generator clears the
+    encodings it writes again."""
+    found, dots = {}, []
     for op in fn.walk():
         if op.opcode != "dot":
             continue
@@ -59,6 +60,24 @@ def async_operands(fn: Function) -> dict:
             operand = op.operand(name)
             if isinstance(operand.encoding, SharedTile):
                 found[operand.id] = (op, name, operand.encoding)
+                if not dots or dots[-1] is not op:
+                    dots.append(op)
+    return found, dots
+
+
+def _ring_loops(fn: Function) -> dict:
+    """Ring -> the ids of the ``for`` loops around its ``shared_slot`` ops, innermost first."""
+    found: dict = {}
+
+    def walk(region, chain: tuple) -> None:
+        for op in region.ops:
+            if op.opcode == "shared_slot":
+                found.setdefault(op.attrs["ring"], chain)
+            inner = (id(op),) + chain if op.opcode == "for" else chain
+            for nested in op.regions:
+                walk(nested, inner)
+
+    walk(fn.body, ())
     return found
 
 
@@ -71,39 +90,70 @@ def _slot_op(dot: Operation, name: str) -> Optional[Operation]:
 class AsyncCopies:
     """The code generator's side (mixed into ``Codegen``): the tile regions and the copies."""
 
-    def tile_regions(self, operands: dict) -> int:
-        """Lays out the operand tiles of each dot with an asynchronously loaded operand, one region per
-        operand, 1024-byte aligned (``self.tile_base``: (id(dot), "a" or "b") -> the byte offset that
-        ``mma.a_offset`` / ``b_offset``'s offsets are added to), a ring of them for an operand read from
-        ring slots (``self.rings``: ring -> (its dot, the operand); ``self.slot_bytes``: (id(dot),
-        operand) -> the bytes of one slot); ``self.async_tiles``: the copied operands. The dot's other
-        operand, stored from registers, gets a region of its own too, unless wgmma reads it from
-        registers. Returns their bytes."""
+    def tile_regions(self, operands: dict, dots: list) -> int:
+        """Lays out the operand tiles of ``dots`` (those with an asynchronously loaded operand), one
+        region per operand, 1024-byte aligned (``self.tile_base``: (id(dot), "a" or "b") -> the byte
+        offset that ``mma.a_offset`` / ``b_offset``'s offsets are added to), a ring of them for an
+        operand read from ring slots (``self.rings``: ring -> (a dot reading it, the operand);
+        ``self.slot_bytes``: (id(dot), operand) -> the bytes of one slot); ``self.async_tiles``: the
+        copied operands. Dots that read one copied value (a Q two loops multiply by) share its region.
+        The dot's other operand, stored from registers, gets a region of its own too, unless wgmma
+        reads it from registers. The other regions come first; the rings of a pipelined loop follow,
+        over those of the loops before it unless one loop holds the other (the rings are live from a
+        loop's prologue to the wait after it, which synchronizes). Returns their bytes."""
         self.async_tiles = operands
         self.tile_base: dict[tuple, int] = {}
         self.slot_bytes: dict[tuple, int] = {}
         self.rings: dict[int, tuple] = {}
         self.async_readers = False  # a ring is read by wgmma, through the async proxy
         self.rings_live = False  # between a pipelined loop's first copy and its final wait
-        offset = 0
-        for dot, _, _ in operands.values():
-            if (id(dot), "a") in self.tile_base:
-                continue
+        self.all_rings = True  # every region is a ring
+        loops = _ring_loops(self.fn)  # ring -> its loop and the loops around it
+        regions: dict[int, tuple] = {}  # a copied value's id -> (its region's start, its slot's bytes)
+        fixed: list = []  # (key, base, bytes, value) of the regions that are not rings
+        rings: list = []  # (key, base, slot bytes, value, ring, stages)
+        for dot in dots:
             plan = self.dot_plan(dot, self.assigned_layout(dot.results[0]))
             for name, size, base in (("a", plan.a_bytes, plan.a_base()), ("b", plan.b_bytes, plan.b_base())):
-                if name == "a" and a_from_registers(plan, self.assigned_layout(dot.operand("a"))):
+                value = dot.operand(name)
+                if name == "a" and a_from_registers(plan, self.assigned_layout(value)):
                     continue  # wgmma reads it from registers
-                key = (id(dot), name)
-                self.tile_base[key] = offset - base
                 size = -(-plan.parts * size // mma.TILE_ALIGN) * mma.TILE_ALIGN
                 slot = _slot_op(dot, name)
-                if slot is not None:
-                    self.rings[slot.attrs["ring"]] = (dot, name)
-                    self.async_readers = self.async_readers or plan.wgmma
-                    self.slot_bytes[key] = size
-                    size *= slot.attrs["stages"]
-                offset += size
-        return offset
+                if slot is None:
+                    fixed.append(((id(dot), name), base, size, value))
+                    continue
+                self.rings.setdefault(slot.attrs["ring"], (dot, name))
+                self.async_readers = self.async_readers or plan.wgmma
+                rings.append(((id(dot), name), base, size, value, slot.attrs["ring"], slot.attrs["stages"]))
+        offset = 0
+        for key, base, size, value in fixed:
+            self.all_rings = False
+            if value.id in regions:  # read by an earlier dot too, in the same tile layout (assign.py)
+                self.tile_base[key] = regions[value.id][0] - base
+                continue
+            self.tile_base[key] = offset - base
+            if value.id in operands:
+                regions[value.id] = (offset, 0)
+            offset += size
+        end = offset
+        placed: dict = {}  # a loop's id -> (the loops around it, its rings' start, their end)
+        for key, base, size, value, ring, stages in rings:
+            if value.id not in regions:
+                chain = loops.get(ring, ())
+                loop = chain[0] if chain else None
+                if loop not in placed:
+                    start = max([offset] + [last for other, (around, _, last) in placed.items()
+                                            if other in chain or loop in around])
+                    placed[loop] = (chain, start, start)
+                around, start, last = placed[loop]
+                regions[value.id] = (last, size)
+                placed[loop] = (around, start, last + size * stages)
+                end = max(end, last + size * stages)
+            start, slot_bytes = regions[value.id]
+            self.tile_base[key] = start - base
+            self.slot_bytes[key] = slot_bytes
+        return end
 
     def tile_encoding(self, v) -> Optional[SharedTile]:
         """The tile a load copies ``v`` into, or a ring slot holds it in (``assign.Choices``'s question,

@@ -115,14 +115,14 @@ class Codegen(Registers, SharedMemory, Memory, AtomicAccess, async_copy.AsyncCop
         self.module.triple = "nvptx64-nvidia-cuda"
         self.axis = analyze_axis_info(fn)  # hints trusted, as Triton does (the interpreter reports false ones)
         self.scalars: dict[int, ir.Value] = {}
-        async_operands = async_copy.async_operands(fn)  # (before _Distributed clears the encodings)
+        async_operands, copying_dots = async_copy.async_operands(fn)  # (before _Distributed clears the encodings)
         self.dist: dict[int, tuple] = _Distributed(fn)  # value id -> (Layout, registers)
         self.scopes: list[dict] = [{}]
         self.smem_bytes = 0
         # the dots' operand tiles that loads fill with cp.async (async_copy.py), before the scratch memory,
         # or under it where every tile is a pipelined loop's ring (``share_rings``: async_copy.py)
-        self.tiles_bytes = self.tile_regions(async_operands)
-        self.share_rings = share_rings and bool(self.rings) and len(self.rings) == len(self.tile_base)
+        self.tiles_bytes = self.tile_regions(async_operands, copying_dots)
+        self.share_rings = share_rings and bool(self.rings) and self.all_rings
         self.scratch_offset = 0 if self.share_rings else self.tiles_bytes
         self._thread_index: dict = {}
         # Kernels that can fail at run time (an assert, a gather index, a histogram value) take one more

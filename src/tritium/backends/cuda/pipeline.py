@@ -139,8 +139,8 @@ class _Plan:
             found = [copied[op.operand(name).id] for name in ("a", "b") if op.operand(name).id in copied]
             if found:
                 dots.append(op)
-                loads.extend(found)
-        if not dots or len({id(load) for load in loads}) != len(loads):
+                loads.extend(load for load in found if all(load is not seen for seen in loads))
+        if not dots:
             return None
         carried = {arg.id: i for i, arg in enumerate(body.args[1:])}
 
