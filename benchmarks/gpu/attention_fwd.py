@@ -4,10 +4,12 @@ against torch's scaled_dot_product_attention, which is timed beside them.
 
     python benchmarks/gpu/attention_fwd.py [--batch 4] [--heads 32] [--seq 4096] [--repeat 3]
 
-Each row: head dim, causal or not, the config (BLOCK_M x BLOCK_N, warps, stages), TFLOP/s of tritium
-with mma.sync, tritium with Hopper's wgmma (``wgmma=True``) and Triton (median of ``do_bench``
-medians, alternating), the best tritium's ratio to Triton, each one's first call (compilation
-included); per shape, each compiler's best and SDPA's TFLOP/s.
+Each row: head dim, causal or not, the config (BLOCK_M x BLOCK_N, warps, stages), TFLOP/s (median of
+``do_bench`` medians, alternating) of the pointer kernel under tritium with mma.sync, with Hopper's
+wgmma (``wgmma=True``) and under Triton, and of the descriptor kernel (the tutorial's TMA variant's
+shape) under tritium with wgmma and under Triton; the best tritium pointer kernel's ratio to Triton's,
+the descriptor kernels' ratio, each one's first call (compilation included); per shape, each one's
+best and SDPA's TFLOP/s.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from attention import launch, load  # noqa: E402
+from attention import launch, launch_descriptors, load  # noqa: E402
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages) per head dim: tutorial 06's space on Hopper
 CONFIGS = {64: [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3), (128, 128, 8, 4)],
@@ -36,11 +38,15 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--head-dims", default="64,128")
     args = parser.parse_args()
-    kernels = {"tritium": load("tritium").attention_fwd, "triton": load("triton").attention_fwd}
-    variants = {"tritium": ("tritium", {}), "wgmma": ("tritium", {"wgmma": True}), "triton": ("triton", {})}
+    modules = {"tritium": load("tritium"), "triton": load("triton")}
+    # name -> (compiler, kernel, options): the pointer kernel with mma.sync, with wgmma and under Triton;
+    # the descriptor kernel with wgmma and under Triton
+    variants = {"tritium": ("tritium", "pointers", {}), "wgmma": ("tritium", "pointers", {"wgmma": True}),
+                "triton": ("triton", "pointers", {}), "desc wgmma": ("tritium", "descriptors", {"wgmma": True}),
+                "desc triton": ("triton", "descriptors", {})}
     print(f"card: {torch.cuda.get_device_name()}; attention forward, batch {args.batch}, heads {args.heads}, "
           f"seq {args.seq}, fp16; TFLOP/s")
-    print(f"{'shape, config':>28} {'tritium':>8} {'wgmma':>8} {'triton':>8} {'ratio':>6} {'first s':>16}")
+    print(f"{'shape, config':>28} " + " ".join(f"{v:>11}" for v in variants) + f" {'ratio':>6} {'desc':>6} first s")
     summary = []
     for head_dim in (int(d) for d in args.head_dims.split(",")):
         generator = torch.Generator(device="cuda").manual_seed(head_dim)
@@ -53,8 +59,12 @@ def main() -> int:
             best = {}
             for bm, bn, warps, stages in CONFIGS[head_dim]:
                 def run(variant):
-                    lib, extra = variants[variant]
-                    return launch(kernels[lib], q, k, v, out, causal, bm, bn, warps, stages, **extra)
+                    lib, kind, extra = variants[variant]
+                    if kind == "pointers":
+                        return launch(modules[lib].attention_fwd, q, k, v, out, causal, bm, bn, warps, stages,
+                                      **extra)
+                    return launch_descriptors(modules[lib].attention_fwd_descriptors, lib, q, k, v, out, causal,
+                                              bm, bn, warps, stages, **extra)
 
                 first, failed = {}, {}
                 for variant in variants:
@@ -76,23 +86,25 @@ def main() -> int:
                 for variant, rate in median.items():
                     best[variant] = max(best.get(variant, 0.0), rate)
                 name = f"D{head_dim}{' causal' if causal else ''} {bm}x{bn} w{warps} s{stages}"
-                cells = [f"{median[v]:8.1f}" if v in median else f"{'failed':>8}" for v in variants]
+                cells = [f"{median[v]:11.1f}" if v in median else f"{'failed':>11}" for v in variants]
                 ours = max((median[v] for v in ("tritium", "wgmma") if v in median), default=float("nan"))
                 ratio = ours / median["triton"] if "triton" in median else float("nan")
-                firsts = "/".join(f"{first.get(v, float('nan')):.2f}" for v in variants)
-                print(f"{name:>28} {' '.join(cells)} {ratio:6.2f} {firsts:>16}", flush=True)
+                desc = median.get("desc wgmma", float("nan")) / median.get("desc triton", float("nan"))
+                firsts = "/".join(f"{first.get(v, float('nan')):.1f}" for v in variants)
+                print(f"{name:>28} {' '.join(cells)} {ratio:6.2f} {desc:6.2f} {firsts}", flush=True)
                 for variant, why in failed.items():
                     print(f"    {variant}: {why}")
             ms = do_bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal),
                           warmup=25, rep=100, return_mode="median")
             summary.append((f"D{head_dim}{' causal' if causal else ''}", best, flop / ms / 1e9))
     print("best of the configs:")
-    print(f"{'shape':>12} {'tritium':>8} {'wgmma':>8} {'triton':>8} {'ratio':>6} {'SDPA':>8}")
+    print(f"{'shape':>12} " + " ".join(f"{v:>11}" for v in variants) + f" {'ratio':>6} {'desc':>6} {'SDPA':>8}")
     for name, best, sdpa in summary:
         ours = max(best.get("tritium", 0.0), best.get("wgmma", 0.0))
-        triton_best = best.get("triton", float("nan"))
-        cells = " ".join(f"{best.get(v, float('nan')):8.1f}" for v in variants)
-        print(f"{name:>12} {cells} {ours / triton_best:6.2f} {sdpa:8.1f}")
+        ratio = ours / best.get("triton", float("nan"))
+        desc = best.get("desc wgmma", float("nan")) / best.get("desc triton", float("nan"))
+        cells = " ".join(f"{best.get(v, float('nan')):11.1f}" for v in variants)
+        print(f"{name:>12} {cells} {ratio:6.2f} {desc:6.2f} {sdpa:8.1f}")
     return 0
 
 
