@@ -13,7 +13,7 @@ import tritium as triton
 import tritium.language as tl
 from tritium.backends.cuda import nvptx
 from tritium.compiler import ASTSource
-from test_cuda_ptx import HOPPER, compile_for
+from test_cuda_ptx import HOPPER, _loop_parts, body, compile_for
 
 
 @triton.jit
@@ -171,6 +171,18 @@ def test_the_running_maximum_and_sum_keep_the_score_dots_row_layout():
         layouts = _compiled(64, 128, 64, 8, 3, wgmma=wgmma).asm["layouts"]
         carried = re.search(r"= for [^:]*: (.*)", layouts).group(1)
         assert carried.count("#cuda.slice<") == 2 and "#cuda.blocked" not in carried, carried
+
+
+@pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages", [(64, 128, 64, 8, 3), (128, 128, 64, 8, 3)])
+def test_mma_sync_reads_p_from_registers(head_dim, block_m, block_n, num_warps, num_stages):
+    """With mma.sync the two dots split their warps along M alone (assign.chained_dots), so P's
+    registers are the second dot's A fragments: the loop stores nothing to shared memory (its tiles
+    arrive by cp.async), and the kernel needs no more of it than with wgmma."""
+    compiled = _compiled(head_dim, block_m, block_n, num_warps, num_stages)
+    _, loop, _ = _loop_parts(body(compiled).replace(" \t", " "))
+    assert "mma.sync" in loop and "cp.async.cg" in loop and "st.shared" not in loop
+    assert compiled.metadata.shared == _compiled(head_dim, block_m, block_n, num_warps, num_stages,
+                                                 wgmma=True).metadata.shared
 
 
 @pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages",

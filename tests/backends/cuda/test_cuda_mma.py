@@ -255,6 +255,29 @@ def test_a_16_bit_b_stored_k_major_is_read_without_trans(kind, shape_c, k, num_w
             assert len({(addresses[8 * j + r] // 16) % 8 for r in range(8)}) == 8
 
 
+@pytest.mark.parametrize("kind,shape_c,k,num_warps", [("fp16", (128, 64), 64, 8), ("bf16", (64, 128), 32, 4),
+                                                     ("fp16", (128, 128), 128, 8), ("fp16", (32, 64), 16, 2)])
+def test_a_in_the_operand_layout_is_the_fragments_ldmatrix_would_load(kind, shape_c, k, num_warps):
+    """With the warps along M alone (a chain of dots), the registers ``packed_a`` pairs for M tile im
+    and K step s of ``operand_layout`` hold, lane by lane, the elements the PTX ISA's A fragment
+    names (a0..a7 at row g + 8h, column 2t + e + 8q of the tile), so mma.sync reads them as ldmatrix
+    would have loaded them; and the result of a dot of K = this K, cast, is in that layout."""
+    plan = mma.plan_for(shape_c, k, kind, num_warps, rows_only=True)
+    assert plan.warps_along(2) == 1
+    layout = mma.operand_layout(plan)
+    assert layout.shape == (plan.m, plan.k)
+    assert mma.plan_for((plan.m, plan.k), 16, kind, num_warps, rows_only=True).layout == layout
+    for warp, lane in itertools.product(range(num_warps), range(32)):
+        for group, kstep in itertools.product(plan.a_groups(), range(plan.k_steps)):
+            first = group[1] * (plan.k // 2) + 8 * kstep
+            _, row0, _ = mma.tile_origin(plan, warp, *group, 0)
+            for i in range(8):
+                row, col = _a_position(kind, lane, i)
+                assert _held(layout, warp, lane, first + i) == (row0 + row, 16 * kstep + col)
+    assert mma.a_in_registers(plan, layout)
+    assert not mma.a_in_registers(mma.plan_for(shape_c, k, kind, num_warps), layout)  # warps along N too
+
+
 def test_tf32x3_sums_the_three_products_of_the_parts():
     shape_c, k = (32, 32), 16
     plan = mma.plan_for(shape_c, k, "tf32", 4, split=True)

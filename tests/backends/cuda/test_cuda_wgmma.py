@@ -124,3 +124,27 @@ def test_wgmma_takes_whole_warpgroups_of_64_rows_and_one_instructions_n(shape_c,
     plan = mma.plan_for(shape_c, 64, "fp16", num_warps, wgmma=True)
     assert plan.wgmma == fits
     assert not mma.plan_for(shape_c, 64, "tf32", num_warps, wgmma=True).wgmma  # 16-bit inputs only, so far
+
+
+@pytest.mark.parametrize("shape_c,k,num_warps", [((128, 64), 64, 8), ((128, 128), 32, 4), ((64, 64), 128, 4)])
+def test_wgmma_reads_a_from_registers_in_the_accumulators_layout(shape_c, k, num_warps):
+    """The RS form's A registers for 64-row block r and K step s (``mma.packed_a`` of
+    ``mma.operand_layout``'s registers r K/2 + 8 s ..) hold, in warp w of its warpgroup, a0..a7 at row
+    16 w + g + 8 h, column 16 s + 2 t + e + 8 q, as the PTX ISA's register fragment for A says; and
+    the result of a wgmma dot whose N is this K, cast, is in that layout."""
+    from test_cuda_mma import _held as held
+
+    plan = mma.plan_for(shape_c, k, "fp16", num_warps, wgmma=True)
+    layout = mma.operand_layout(plan)
+    assert mma.plan_for((shape_c[0], k), 16, "fp16", num_warps, wgmma=True).layout == layout
+    groups = num_warps // wgmma.WARPGROUP
+    _, repeats, _ = plan.repeats
+    for warp, lane in itertools.product(range(num_warps), range(32)):
+        g, t = lane >> 2, lane & 3
+        for repeat, step in itertools.product(range(repeats), range(plan.k_steps)):
+            first = repeat * (plan.k // 2) + 8 * step
+            for i in range(8):
+                h, e, q = (i >> 1) & 1, i & 1, i >> 2
+                row = 64 * (warp // 4) + 64 * groups * repeat + 16 * (warp % 4) + g + 8 * h
+                assert held(layout, warp, lane, first + i) == (row, 16 * step + 2 * t + e + 8 * q)
+    assert mma.a_in_registers(plan, layout)

@@ -69,8 +69,13 @@ class Choices:
     # dot -------------------------------------------------------------------------------------------
     def dot_plan(self, op: Operation, layout: Optional[L.Layout] = None) -> Optional[mma.Plan]:
         """The tensor-core plan of dot ``op``, or None (the FMA path); ``layout``: its result's
-        assigned layout, from which the plan reads its warp grid."""
-        return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma, self.b_kmajor(op))
+        assigned layout, from which the plan reads its warp grid. A dot of a chain (``chained_dots``)
+        splits its warps along M alone, so the next dot reads its result as A from registers."""
+        chained = getattr(self, "_chained", None)
+        if chained is None:
+            chained = self._chained = chained_dots(self.fn, self.lane_rules, self.num_warps)
+        return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma, self.b_kmajor(op),
+                           id(op) in chained)
 
     def tile_encoding(self, v: Value) -> Optional[SharedTile]:
         """The shared tile a load copies ``v`` into (or a ring slot holds it in), or None."""
@@ -169,6 +174,7 @@ _UNKNOWN = object()
 class _Assigner(Choices):
     def __init__(self, fn: Function, num_warps: int, capability: int, rules, lane_rules, async_copies: bool = True,
                  wgmma: bool = False):
+        self.fn = fn
         self.async_copies = async_copies
         self.wgmma = wgmma
         self.readers: dict[int, list] = {}  # value id -> the ops that read it, once per operand
@@ -368,6 +374,38 @@ class _Assigner(Choices):
                 return None
             v = blocks[0]
         return None
+
+
+CHAIN_STEPS = 32  # ops followed back from a dot's A to the dot that made it
+
+
+def chained_dots(fn: Function, lane_rules, num_warps: int) -> set:
+    """The ids of the 16-bit dots whose A is made from another dot's result by elementwise ops (and
+    views, in the same region; attention's P = exp2(Q K^T ...) for P V), and of those other dots,
+    where M holds a 16-row tile for every warp: their plans split the warps along M alone, so that
+    the A fragments of the second are the first's accumulator registers."""
+    found: set = set()
+    for op in fn.walk():
+        if op.opcode != "dot" or not _is_block(op.operand("a")):
+            continue
+        a = op.operand("a")
+        if a.type.scalar.primitive_bitwidth != 16 or len(_shape(a.type)) != 2 or _shape(a.type)[0] < 16 * num_warps:
+            continue
+        work, seen, sources = [a], set(), []
+        while work and len(seen) < CHAIN_STEPS:
+            v = work.pop()
+            owner = v.owner
+            if owner is None or v.id in seen:
+                continue
+            seen.add(v.id)
+            if owner.opcode == "dot":
+                sources.append(owner)
+            elif owner.opcode in lane_rules or owner.opcode in VIEWS:
+                work.extend(o for o in owner.operands if _is_block(o))
+        if sources:
+            found.add(id(op))
+            found.update(id(source) for source in sources)
+    return found
 
 
 def _made_by_a_dot(v: Value, lane_rules) -> bool:

@@ -38,7 +38,6 @@ from ..llvm.lowering import LowerAgain
 from ..llvm.types import I32, VOID
 from . import mma
 from .lowered import Lowered, as_ir
-from .wgmma import a_from_registers
 
 COPY_BYTES = 16
 
@@ -97,8 +96,8 @@ class AsyncCopies:
         operand read from ring slots (``self.rings``: ring -> (a dot reading it, the operand);
         ``self.slot_bytes``: (id(dot), operand) -> the bytes of one slot); ``self.async_tiles``: the
         copied operands. Dots that read one copied value (a Q two loops multiply by) share its region.
-        The dot's other operand, stored from registers, gets a region of its own too, unless wgmma
-        reads it from registers. The other regions come first; the rings of a pipelined loop follow,
+        The dot's other operand, stored from registers, gets a region of its own too, unless the
+        instructions read it from registers (``mma.a_in_registers``). The other regions come first; the rings of a pipelined loop follow,
         over those of the loops before it unless one loop holds the other (the rings are live from a
         loop's prologue to the wait after it, which synchronizes). Returns their bytes."""
         self.async_tiles = operands
@@ -116,8 +115,8 @@ class AsyncCopies:
             plan = self.dot_plan(dot, self.assigned_layout(dot.results[0]))
             for name, size, base in (("a", plan.a_bytes, plan.a_base()), ("b", plan.b_bytes, plan.b_base())):
                 value = dot.operand(name)
-                if name == "a" and a_from_registers(plan, self.assigned_layout(value)):
-                    continue  # wgmma reads it from registers
+                if name == "a" and mma.a_in_registers(plan, self.assigned_layout(value)):
+                    continue  # the instructions read it from registers
                 size = -(-plan.parts * size // mma.TILE_ALIGN) * mma.TILE_ALIGN
                 slot = _slot_op(dot, name)
                 if slot is None:

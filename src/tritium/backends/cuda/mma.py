@@ -139,16 +139,17 @@ def _round_up(n: int, to: int) -> int:
 DIM_UNIT = (1, 16, 8)  # one tile's extent along (batch, M, N)
 
 
-def warp_grid(batch: int, tiles_m: int, tiles_n: int, num_warps: int) -> tuple:
-    """Per warp-id bit, its (dim, weight) over (batch, row, col) of the result, or None (replicates)."""
+def warp_grid(batch: int, tiles_m: int, tiles_n: int, num_warps: int, rows_only: bool = False) -> tuple:
+    """Per warp-id bit, its (dim, weight) over (batch, row, col) of the result, or None (replicates);
+    ``rows_only``: no bit takes N (each warp holds whole rows)."""
     split = [1, 1, 1]
     bits = []
     for _ in range(L.log2(num_warps)):
         if split[0] < batch:
             dim = 0
-        elif split[1] < tiles_m and tiles_m // split[1] >= tiles_n // split[2]:
+        elif split[1] < tiles_m and (rows_only or tiles_m // split[1] >= tiles_n // split[2]):
             dim = 1
-        elif split[2] < tiles_n:
+        elif split[2] < tiles_n and not rows_only:
             dim = 2
         elif split[1] < tiles_m:
             dim = 1
@@ -291,11 +292,12 @@ class Plan:
 
 
 def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wgmma: bool = False,
-             b_kmajor: bool = False) -> Optional[Plan]:
+             b_kmajor: bool = False, rows_only: bool = False) -> Optional[Plan]:
     """The plan of a dot with result shape ``shape_c`` (2-D or batched 3-D) and inner size ``k``,
     or None where the block is smaller than one tile (M < 16 or N < 8). ``wgmma``: Hopper's
     instructions are allowed; the plan takes them where they fit (``wgmma.fits``). ``b_kmajor``: a
-    16-bit B is stored N x K (``Plan.b_kmajor``)."""
+    16-bit B is stored N x K (``Plan.b_kmajor``). ``rows_only``: mma.sync's warps split M alone
+    (``warp_grid``), as wgmma's warpgroups do."""
     from . import wgmma as hopper
 
     batched = len(shape_c) == 3
@@ -309,9 +311,40 @@ def plan_for(shape_c, k: int, kind: str, num_warps: int, split: bool = False, wg
     if wgmma and not batched and not split and hopper.fits(kind, m, n, num_warps, *swizzles):
         return Plan(instruction, False, 1, m, n, k, num_warps, 1, hopper.warp_bits(num_warps), *swizzles, True,
                     b_kmajor)
-    bits = warp_grid(batch, m // 16, n // 8, num_warps)
+    bits = warp_grid(batch, m // 16, n // 8, num_warps, rows_only)
     return Plan(instruction, batched, batch, m, n, k, num_warps, 2 if split else 1, bits, *swizzles,
                 b_kmajor=b_kmajor)
+
+
+# A from registers ----------------------------------------------------------------------------------------
+def operand_layout(plan: Plan) -> L.Layout:
+    """The layout of an M x K A that the instructions take from registers: per 16-row tile and 16-wide
+    K step four 32-bit registers holding a0..a7 at (row g + 8 h, column 2 t + e + 8 q), mma.sync's A
+    fragment and wgmma's; it is the accumulator's layout with N read as K, so the fp16 cast of one
+    dot's result (attention's P) is where the next dot reads it, with no data movement. Meaningful
+    where the warps split M alone."""
+    return replace(plan, n=plan.k).layout
+
+
+def a_in_registers(plan: Optional[Plan], layout: Optional[L.Layout]) -> bool:
+    """The dot reads its A from registers (``layout``: A's): 16-bit inputs in ``operand_layout``, the
+    warps splitting M alone (wgmma's warpgroups always do)."""
+    if plan is None or layout is None or plan.batched or plan.parts != 1:
+        return False
+    if plan.instruction.kind not in ("fp16", "bf16") or plan.warps_along(2) != 1:
+        return False
+    return layout == operand_layout(plan)
+
+
+def packed_a(b: ir.IRBuilder, values: list, first: int) -> list:
+    """The four 32-bit A registers of one 16-wide K step: the 16-bit elements ``first`` .. ``first +
+    7`` of ``operand_layout``'s registers (held in i16), paired low half first."""
+    words = []
+    for i in range(first, first + 8, 2):
+        low = b.zext(values[i], I32)
+        high = b.shl(b.zext(values[i + 1], I32), ir.Constant(I32, 16))
+        words.append(b.or_(low, high))
+    return words
 
 
 # index arithmetic, on ints (the model) or on Lowered values (the code) -----------------------------------
@@ -373,12 +406,12 @@ def b_address(plan: Plan, lane, warp, group, kstep, part: int = 0):
 
 # lowering ---------------------------------------------------------------------------------------------
 def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = None,
-            wgmma: bool = False, b_kmajor: Optional[bool] = None) -> Optional[Plan]:
+            wgmma: bool = False, b_kmajor: Optional[bool] = None, rows_only: bool = False) -> Optional[Plan]:
     """The tensor-core plan of ``op`` (a dot) for ``num_warps`` warps on ``capability``, or None (the
     FMA path). ``layout``: the result's layout where the layouts pass chose it (``assign.py``): the
     warp grid is read back from it. ``wgmma``: Hopper's wgmma allowed (on sm_90). ``b_kmajor``: B
     stored N x K (``Plan.b_kmajor``); None: as B's tile encoding says (``#cuda.nvmma<..., transposed>``),
-    else not."""
+    else not. ``rows_only``: the warps split M alone (``plan_for``)."""
     a = op.operand("a")
     precision = op.attrs.get("input_precision", "ieee")
     work = lanes.accumulate_type(op)
@@ -390,7 +423,7 @@ def plan_of(op, num_warps: int, capability: int, layout: Optional[L.Layout] = No
         encoding = op.operand("b").encoding
         b_kmajor = isinstance(encoding, SharedTile) and encoding.transposed
     plan = plan_for(tuple(op.results[0].type.shape), a.type.shape[-1], kind, num_warps, split,
-                    wgmma and capability == 90, b_kmajor)
+                    wgmma and capability == 90, b_kmajor, rows_only)
     if plan is None or layout is None:
         return plan
     warp_bits = layout.warp_bits if plan.batched else tuple(None if bit is None else (bit[0] + 1, bit[1])
@@ -412,12 +445,7 @@ def lower_dot(cg, op, plan: Plan) -> None:
     # an operand a load copied into its tile (async_copy.py) is there once the copies have landed;
     # wgmma reads an A in its operand layout from registers (attention's P); the others are stored
     # from registers, into their regions
-    a_registers = None
-    if plan.wgmma:
-        from . import wgmma
-
-        if wgmma.a_from_registers(plan, cg.layout_of(a)):
-            a_registers = cg.regs(a, cg.layout_of(a))
+    a_registers = cg.regs(a, cg.layout_of(a)) if a_in_registers(plan, cg.layout_of(a)) else None
     copied = {name for name in ("a", "b") if op.operand(name).id in cg.async_tiles}
     pointers = {name: cg.operand_pointer(op, name) for name in ("a", "b")}
     in_registers = {"a"} if a_registers is not None else set()
@@ -451,10 +479,17 @@ def lower_dot(cg, op, plan: Plan) -> None:
 
     lane, warp = Lowered(cg.entry, cg.lane), Lowered(cg.entry, cg.warp)
     products = SPLIT_PRODUCTS if plan.parts == 2 else ((0, 0),)
+    if a_registers is not None:  # each M tile's fragments per K step, packed once before the steps
+        from_registers = {(group, kstep): packed_a(b, a_registers, group[1] * (plan.k // 2) + 8 * kstep)
+                          for group in plan.a_groups() for kstep in range(plan.k_steps)}
 
     def step(kstep, accumulators):
-        a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False, pointers["a"])
-                   for group in plan.a_groups() for part in range(plan.parts)}
+        if a_registers is not None:
+            a_frags = {(group, 0): from_registers[(group, kstep)] for group in plan.a_groups()}
+        else:
+            a_frags = {(group, part): _ldmatrix(cg, a_address(plan, lane, warp, group, kstep, part), 4, False,
+                                                pointers["a"])
+                       for group in plan.a_groups() for part in range(plan.parts)}
         b_frags = {}
         for group in plan.b_groups():
             ib, jn, count = group
@@ -473,7 +508,7 @@ def lower_dot(cg, op, plan: Plan) -> None:
             following[first:first + 4] = c
         return following
 
-    if plan.k_steps <= UNROLLED_STEPS:
+    if plan.k_steps <= UNROLLED_STEPS or a_registers is not None:
         values = acc_regs
         for kstep in range(plan.k_steps):
             values = step(kstep, values)

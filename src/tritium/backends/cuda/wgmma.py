@@ -26,7 +26,6 @@ rows of K (``8 W``); a K step moves the start 16 rows (``16 W``).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from llvmlite import ir
@@ -91,30 +90,6 @@ def b_start(plan: mma.Plan, step: int):
     return mma.b_offset(plan, 0, step * plan.instruction.k, 0)
 
 
-def operand_layout(plan: mma.Plan):
-    """The layout of an M x K A that wgmma reads from registers (the "RS" form): per warpgroup and
-    16-wide K step, four 32-bit registers holding a0..a7 at (row g + 8 h, column 2 t + e + 8 q), which
-    is the accumulator's fragment with N read as K; so the fp16 cast of one dot's result (attention's
-    P) is where the next dot reads it, with no data movement."""
-    return replace(plan, n=plan.k).layout
-
-
-def a_from_registers(plan: Optional[mma.Plan], layout) -> bool:
-    """A wgmma dot reads its A from registers: they are in ``operand_layout``."""
-    return plan is not None and plan.wgmma and layout is not None and layout == operand_layout(plan)
-
-
-def _packed_a(b: ir.IRBuilder, values: list, first: int) -> list:
-    """The four 32-bit registers of one k16 step: 16-bit elements ``first`` .. ``first + 7`` (held in
-    i16 registers) paired low half first."""
-    words = []
-    for i in range(first, first + 8, 2):
-        low = b.zext(values[i], I32)
-        high = b.shl(b.zext(values[i + 1], I32), ir.Constant(I32, 16))
-        words.append(b.or_(low, high))
-    return words
-
-
 def _descriptor(b: ir.IRBuilder, address: ir.Value, leading: int, stride: int, swizzle: int) -> ir.Value:
     start = b.zext(b.and_(b.lshr(address, ir.Constant(I32, 4)), ir.Constant(I32, 0x3FFF)), I64)
     return b.or_(start, ir.Constant(I64, descriptor_bits(0, leading, stride, swizzle)))
@@ -124,7 +99,7 @@ def multiply(cg, plan: mma.Plan, acc: list, pointers: dict, wait: bool = True,
              a_registers: Optional[list] = None) -> list:
     """The accumulators (``plan.layout``'s registers) after D = A B + D over the whole K, the operands
     in their tiles (``pointers``: "a" or "b" -> the function from a byte offset to a shared pointer)
-    and visible to the async proxy, or A in registers (``a_registers``: ``operand_layout``'s);
+    and visible to the async proxy, or A in registers (``a_registers``: ``mma.operand_layout``'s);
     ``wait=False``: issued and committed only (an asynchronous dot: a ``dot_wait`` waits for them)."""
     b = cg.b
     group = Lowered(cg.entry, cg.warp) >> 2
@@ -149,7 +124,7 @@ def multiply(cg, plan: mma.Plan, acc: list, pointers: dict, wait: bool = True,
     result = ir.LiteralStructType([F32] * count)
     instruction = ir.FunctionType(result, [F32] * count + a_types + [I64, I32])
     if a_registers is not None:  # packed before the fence: A's registers must not change after it
-        a_words = {(repeat, step): _packed_a(b, a_registers, repeat * (plan.k // 2) + 8 * step)
+        a_words = {(repeat, step): mma.packed_a(b, a_registers, repeat * (plan.k // 2) + 8 * step)
                    for repeat in range(repeats) for step in range(plan.k_steps)}
 
     def address(name: str, offset) -> ir.Value:
