@@ -18,7 +18,7 @@ from llvmlite import ir
 from ..llvm import casts
 from ..llvm import scalar as lanes
 from ..llvm.types import I32, item_size
-from . import mma
+from . import mma_lowering
 
 
 def lower_dot(cg, op) -> None:
@@ -28,7 +28,7 @@ def lower_dot(cg, op) -> None:
     assigned = cg.assigned_layout(result)
     plan = cg.dot_plan(op, assigned)
     if plan is not None:
-        mma.lower_dot(cg, op, plan)
+        mma_lowering.lower_dot(cg, op, plan)
         return
     b = cg.b
     a, bm, acc = op.operand("a"), op.operand("b"), op.operand("accumulator")
