@@ -5,7 +5,9 @@ a GPU against an fp64 attention.
 """
 from __future__ import annotations
 
+import pathlib
 import re
+import sys
 
 import pytest
 
@@ -16,86 +18,14 @@ from tritium.compiler import ASTSource
 from test_cuda_ptx import HOPPER, _loop_parts, body, compile_for
 
 
-@triton.jit
-def _attention(Q, K, V, Out, sm_scale, stride_z, stride_h, stride_m, H, N_CTX, HEAD_DIM: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    offset = (off_hz // H) * stride_z + (off_hz % H) * stride_h
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(Q + offset + offs_m[:, None] * stride_m + offs_d[None, :])
-    k_ptrs = K + offset + offs_n[None, :] * stride_m + offs_d[:, None]  # K^T: HEAD_DIM x BLOCK_N
-    v_ptrs = V + offset + offs_n[:, None] * stride_m + offs_d[None, :]
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
-    for start_n in range(0, hi, BLOCK_N):
-        k = tl.load(k_ptrs + start_n * stride_m)
-        qk = tl.dot(q, k)
-        if CAUSAL:
-            qk = qk * qk_scale + tl.where(offs_m[:, None] >= start_n + offs_n[None, :], 0.0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = tl.load(v_ptrs + start_n * stride_m)
-        acc = tl.dot(p.to(tl.float16), v, acc)
-        m_i = m_ij
-    acc = acc / l_i[:, None]
-    tl.store(Out + offset + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(tl.float16))
+# the kernels the benchmarks time (benchmarks/attention.py), under tritium: a pointer kernel, K^T loaded
+# with K contiguous; and one through tensor descriptors, K transposed after its load, the causal case in
+# two loops reading one Q
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "benchmarks"))
+from attention import load  # noqa: E402
 
-
-@triton.jit
-def _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, lo, hi, offs_m,
-                     BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
-    """Keys lo .. hi of one query block, read through tensor descriptors (K transposed after its load);
-    ``DIAGONAL``: the block on the diagonal, masked."""
-    offs_n = tl.arange(0, BLOCK_N)
-    for start_n in range(lo, hi, BLOCK_N):
-        kt = desc_k.load([row0 + start_n, 0]).T
-        qk = tl.dot(q, kt) * qk_scale
-        if DIAGONAL:
-            qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, -1.0e6)
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = tl.dot(p.to(tl.float16), desc_v.load([row0 + start_n, 0]), acc * alpha[:, None])
-        m_i = m_ij
-    return acc, m_i, l_i
-
-
-@triton.jit
-def _attention_descriptors(desc_q, desc_k, desc_v, desc_o, sm_scale, N_CTX, HEAD_DIM: tl.constexpr,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    """The same attention over (batch * heads * seq_len, HEAD_DIM) descriptors; causal: the blocks
-    below the diagonal unmasked, then the diagonal block masked, two loops reading one Q."""
-    start_m = tl.program_id(0)
-    row0 = tl.program_id(1) * N_CTX
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    q = desc_q.load([row0 + start_m * BLOCK_M, 0])
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    if CAUSAL:
-        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, 0, start_m * BLOCK_M,
-                                         offs_m, BLOCK_N, False)
-        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, start_m * BLOCK_M,
-                                         (start_m + 1) * BLOCK_M, offs_m, BLOCK_N, True)
-    else:
-        acc, m_i, l_i = _attention_block(acc, m_i, l_i, q, desc_k, desc_v, row0, qk_scale, 0, N_CTX, offs_m,
-                                         BLOCK_N, False)
-    desc_o.store([row0 + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(tl.float16))
+_kernels = load("tritium")
+_attention, _attention_descriptors = _kernels.attention_fwd, _kernels.attention_fwd_descriptors
 
 
 SIGNATURE = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "Out": "*fp16:16", "sm_scale": "fp32",
@@ -211,6 +141,15 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or not registry.get
                                reason="no CUDA GPU here")
 
 
+def _assert_attention(out, q, k, v, causal):
+    """Against attention in fp64: P is rounded to fp16 before P V (2^-11 relative each, in the weighted
+    sum of |v|) and the output to fp16 (2^-11 relative); the bound allows twice both."""
+    expected, weighted = _reference(q, k, v, causal)
+    bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
+    error = (out.double() - expected).abs()
+    assert (error <= bound).all(), f"largest error {error.max().item():.3g}"
+
+
 def _reference(q, k, v, causal):
     q, k, v = q.double(), k.double(), v.double()
     scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
@@ -229,9 +168,8 @@ def _reference(q, k, v, causal):
                          [(64, 128, 64, 8, 3), (64, 64, 64, 4, 2), (128, 128, 64, 8, 3), (128, 128, 128, 8, 2),
                           (64, 128, 128, 8, 4), (64, 128, 64, 4, 1)])
 def test_attention_forward_on_the_gpu(head_dim, block_m, block_n, num_warps, num_stages, seq_len, causal, wgmma):
-    """Against attention in fp64: P is rounded to fp16 before P V (2^-11 relative each, in the weighted
-    sum of |v|) and the output to fp16 (2^-11 relative); the bound allows twice both. Short sequences:
-    fewer iterations than stages."""
+    """Against attention in fp64 (``_assert_attention``). Short sequences: fewer iterations than
+    stages."""
     generator = torch.Generator(device="cuda").manual_seed(seq_len + head_dim + block_n)
     q, k, v = (torch.randn(2, 3, seq_len, head_dim, device="cuda", generator=generator).half() for _ in range(3))
     out = torch.full_like(q, float("nan"))
@@ -239,10 +177,7 @@ def test_attention_forward_on_the_gpu(head_dim, block_m, block_n, num_warps, num
     _attention[grid](q, k, v, out, head_dim ** -0.5, q.stride(0), q.stride(1), q.stride(2), 3, seq_len,
                      HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps,
                      num_stages=num_stages, wgmma=wgmma)
-    expected, weighted = _reference(q, k, v, causal)
-    bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
-    error = (out.double() - expected).abs()
-    assert (error <= bound).all(), f"largest error {error.max().item():.3g}"
+    _assert_attention(out, q, k, v, causal)
 
 
 @needs_gpu
@@ -269,7 +204,4 @@ def test_attention_through_tensor_descriptors_on_the_gpu(head_dim, block_m, bloc
         rows(q, block_m), rows(k, block_n), rows(v, block_n), rows(out, block_m), head_dim ** -0.5, seq_len,
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps,
         num_stages=num_stages, wgmma=wgmma)
-    expected, weighted = _reference(q, k, v, causal)
-    bound = 2.0 ** -9 * weighted + 2.0 ** -10 * expected.abs() + 2.0 ** -14
-    error = (out.double() - expected).abs()
-    assert (error <= bound).all(), f"largest error {error.max().item():.3g}"
+    _assert_attention(out, q, k, v, causal)
