@@ -60,16 +60,12 @@ def _host_memory_backends() -> list[str]:
 def backend(request, monkeypatch, _interpreter_by_default) -> str:
     """Runs the test once on every available backend that launches on host memory (the interpreter,
     the compiled CPU backend, and the CUDA backend where there is a GPU), with TRITIUM_BACKEND naming
-    it. On the CUDA backend the tensors the test builds on the host are copied to the GPU and back,
-    and ``x * y + z`` is not contracted into one fma (TRITON_DEFAULT_FP_FUSION=0, unless set): the
-    oracles round twice, as the host backends do. A test marked ``not_on_backend(name, reason=...)``
-    is skipped on that backend."""
+    it. On the CUDA backend the tensors the test builds on the host are copied to the GPU and back. A
+    test marked ``not_on_backend(name, reason=...)`` is skipped on that backend."""
     marker = request.node.get_closest_marker("not_on_backend")
     if marker is not None and request.param in marker.args:
         pytest.skip(f"not on the {request.param} backend: {marker.kwargs.get('reason', '')}")
     monkeypatch.setenv("TRITIUM_BACKEND", request.param)
-    if request.param == "cuda" and "TRITON_DEFAULT_FP_FUSION" not in os.environ:
-        monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
     return request.param
 
 
@@ -92,6 +88,16 @@ def on_the_interpreter(monkeypatch):
     """For tests of the interpreter itself (its run-time check of the compiler's analyses, what it
     keeps on disk): their kernels run on it whatever the default backend is."""
     monkeypatch.setenv("TRITIUM_BACKEND", "interpreter")
+
+
+@pytest.fixture(autouse=True)
+def _each_operation_rounded(monkeypatch):
+    """The suite's oracles (numpy, torch, fractions) round each operation, so ``x * y + z`` is not
+    contracted into one fma (TRITON_DEFAULT_FP_FUSION=0, unless set); contraction, on by default as in
+    Triton, is tested on its own (tests/execution/test_fp_contraction.py asks for it, and the tests of
+    the default remove the variable)."""
+    if "TRITON_DEFAULT_FP_FUSION" not in os.environ:
+        monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -249,11 +249,14 @@ class LaunchSettings(NamedTuple):
     # here so that a change of it changes the launch fast path's key, and the CPU backend's direct
     # launchers, which read the thread count when made, are made again
     num_threads_text: Optional[str] = None
+    # Triton's TRITON_DEFAULT_FP_FUSION / knobs.language.default_fp_fusion: the enable_fp_fusion a
+    # launch that names none compiles with (a change of it must change the fast path's key)
+    default_fp_fusion: bool = True
 
 
 # every environment variable those functions read, and the knobs that override some of them
 _LAUNCH_ENVIRON = ("TRITIUM_BACKEND", "TRITIUM_STRICT", "TRITON_F32_DEFAULT", "TRITIUM_DEBUG", "TRITON_DEBUG",
-                   "TRITIUM_VALIDATE", "TRITIUM_SHUFFLE", "TRITIUM_NUM_THREADS")
+                   "TRITIUM_VALIDATE", "TRITIUM_SHUFFLE", "TRITIUM_NUM_THREADS", "TRITON_DEFAULT_FP_FUSION")
 _UNSET = object()
 _launch_settings: dict = {}
 
@@ -263,14 +266,16 @@ def launch_settings() -> LaunchSettings:
     state of them: a launch reads them in one step instead of one variable at a time."""
     assigned_runtime, assigned_language = knobs.runtime.__dict__, knobs.language.__dict__  # (the groups may be replaced)
     key = (knobs.environ_values(_LAUNCH_ENVIRON), assigned_runtime.get("backend", _UNSET),
-           assigned_runtime.get("debug", _UNSET), assigned_language.get("fp32_default", _UNSET))
+           assigned_runtime.get("debug", _UNSET), assigned_language.get("fp32_default", _UNSET),
+           assigned_language.get("default_fp_fusion", _UNSET))
     try:
         found = _launch_settings.get(key)
     except TypeError:  # an unhashable knob value: parsed every time
         key, found = None, None
     if found is None:
         found = LaunchSettings(backend_name(), strict(), knobs.language.fp32_default, debug_mode(),
-                               validate_backend(), shuffle_seed(), knobs.environ_get("TRITIUM_NUM_THREADS"))
+                               validate_backend(), shuffle_seed(), knobs.environ_get("TRITIUM_NUM_THREADS"),
+                               bool(knobs.language.default_fp_fusion))
         if key is not None:
             if len(_launch_settings) >= 64:
                 _launch_settings.clear()

@@ -143,7 +143,8 @@ def test_a_knob_chooses_the_backend_as_the_variable_does(monkeypatch, registered
 
 
 # options ----------------------------------------------------------------------------------------------
-def test_launch_options_compile_separately_and_defaults_match_absent_options():
+def test_launch_options_compile_separately_and_defaults_match_absent_options(monkeypatch):
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)  # Triton's default: the record's
     kernel = triton.jit(scale_kernel.fn)
     x, out = np.arange(32, dtype=np.float32), np.zeros(32, dtype=np.float32)
     first = kernel[(2,)](x, out, 32, BLOCK=16)
@@ -159,7 +160,8 @@ def test_launch_options_compile_separately_and_defaults_match_absent_options():
     np.testing.assert_array_equal(out, x * 3 + 1)
 
 
-def test_options_records_are_parsed_and_checked():
+def test_options_records_are_parsed_and_checked(monkeypatch):
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)  # Triton's default: the record's
     backend = registry.get("interpreter")
     options = backend.parse_options({"num_warps": 2, "extern_libs": {"libdevice": "/x.bc"}, "debug": True})
     assert options == Options(num_warps=2, extern_libs=(("libdevice", "/x.bc"),))  # debug is per launch here

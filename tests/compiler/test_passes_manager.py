@@ -29,7 +29,7 @@ def test_the_pipeline_runs_in_the_documented_order():
     import re
 
     assert manager.PASS_NAMES == ("lower_tile_access", "lower_inline_asm", "fold_constants", "canonicalize", "licm",
-                                  "cse", "dce")
+                                  "cse", "contract", "dce")
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md").read_text()
     listed = re.search(r"after each pass:\s*(.*?)\.", docs, re.DOTALL).group(1)
     assert re.findall(r"`(\w+)`", listed) == list(manager.PASS_NAMES)
@@ -37,7 +37,8 @@ def test_the_pipeline_runs_in_the_documented_order():
 
 def test_a_second_round_of_passes_changes_nothing(monkeypatch):
     """One round of the pipeline suffices: on the kernels of tritium.ops (forward and backward),
-    running every pass again leaves the IR's text as it is."""
+    running every pass again leaves the IR's text as it is (contraction on, as by default)."""
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)
     import torch
 
     from tritium import compiler
@@ -82,6 +83,7 @@ def test_dumping_one_pass_prints_its_output_headed_by_pass_and_kernel(monkeypatc
 
 
 def test_dumping_all_prints_after_every_pass(monkeypatch, capsys):
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)  # contract runs too, as by default
     monkeypatch.setenv("TRITIUM_DUMP", "all")
     _compile()
     headers = [line for line in capsys.readouterr().err.splitlines() if line.startswith("// IR of")]

@@ -825,8 +825,7 @@ def _multiply_add(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
 def test_fp_fusion_decides_one_or_two_roundings(backend, monkeypatch):
     """-1.25 * 9500294 + 0.5: the product rounds (to even) to -11875368 and the sum rounds back
     to it; one fma rounds the exact -11875367 once. enable_fp_fusion=False gives numpy's two
-    roundings on every backend; by default the GPU backend contracts, as Triton does, and the host
-    backends never do."""
+    roundings on every backend; by default every backend contracts, as Triton does."""
     monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)  # Triton's default: contraction on
     x, y, z = (np.full(16, v, np.float32) for v in (-1.25, 9500294.0, 0.5))
     two_roundings = x * y + z
@@ -837,7 +836,7 @@ def test_fp_fusion_decides_one_or_two_roundings(backend, monkeypatch):
     assert_bits_equal(out, two_roundings, "enable_fp_fusion=False")
     out = np.full(16, np.nan, np.float32)
     _multiply_add[(1,)](x, y, z, out, BLOCK=16)
-    assert_bits_equal(out, one_rounding if backend == "cuda" else two_roundings, "enable_fp_fusion default")
+    assert_bits_equal(out, one_rounding, "enable_fp_fusion default")
 
 
 def load_expression_kernel(directory, expr: str):

@@ -111,7 +111,8 @@ def test_kernel_load_hooks_run_around_each_compilation_with_one_hash():
 
 
 @pytest.mark.parametrize("options", [{"num_warps": 1}, {"enable_fp_fusion": False}])
-def test_jit_cache_hooks_run_on_every_cache_miss(options):
+def test_jit_cache_hooks_run_on_every_cache_miss(options, monkeypatch):
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)  # Triton's default: fusion on
     compile_info, counter = {}, 0
 
     def post_compile(key, repr, fn, compile, is_manual_warmup, already_compiled):

@@ -289,6 +289,10 @@ class Backend(abc.ABC):
             raise LaunchError(f"the {self.name} backend has no launch option {', '.join(map(repr, unknown))}; "
                               f"it takes {', '.join(sorted(known))}")
         values = dict(options)
+        if "enable_fp_fusion" not in values:  # Triton's default: TRITON_DEFAULT_FP_FUSION, on unless 0
+            from .. import knobs
+
+            values["enable_fp_fusion"] = bool(knobs.language.default_fp_fusion)
         if isinstance(values.get("extern_libs"), Mapping):
             values["extern_libs"] = tuple(sorted(values["extern_libs"].items()))
         elif values.get("extern_libs") is None:

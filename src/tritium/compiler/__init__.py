@@ -56,8 +56,10 @@ def compile_ir(kernel, arg_specs: dict, arg_attrs: Optional[dict] = None, skippe
 
 def compile_source(source: ASTSource) -> CompiledIR:
     """``compile_ir`` for an ``ASTSource``: its signature, constexprs and attributes."""
+    from .passes.manager import skipped_without_fusion
+
     specs, attrs = source.arg_specs()
-    return compile_ir(source.fn, specs, attrs)
+    return compile_ir(source.fn, specs, attrs, skipped_without_fusion())
 
 
 __all__ = ["PASSES", "ASTSource", "CompiledIR", "CompiledKernel", "JITCallable", "compile_ir", "compile_source",

@@ -13,6 +13,7 @@ from ..backends.base import Backend, BaseBackend, GPUTarget, Options
 from ..compiler import CompiledKernel, compile_ir
 from ..compiler.compiled_kernel import kernel_hash
 from ..compiler import compiler as _triton_compiler_module
+from ..compiler.passes.manager import skipped_without_fusion
 from ..compiler.source import ASTSource
 from . import cache
 from .launch import launch_direct, launch_protocol, parse_options
@@ -63,7 +64,8 @@ def build(kernel_fn, specs: dict, attrs: dict, backend: Backend, options: Option
     """The compiled kernel of ``kernel_fn`` (a JITCallable) for ``specs`` and ``attrs`` (see
     ``compiler.compile_ir``) on ``backend``; launchable with ``kernel[grid](...)``."""
     try:
-        compiled_ir = compile_ir(kernel_fn, specs, attrs, backend.skipped_passes, backend.stages,
+        skipped = backend.skipped_passes + skipped_without_fusion(getattr(options, "enable_fp_fusion", True))
+        compiled_ir = compile_ir(kernel_fn, specs, attrs, skipped, backend.stages,
                                  num_warps=getattr(options, "num_warps", 4) or 4)
     except TritonError:
         raise

@@ -298,9 +298,11 @@ class JITFunction(KernelInterface, JITCallable):
         from ..backends import registry
         from ..compiler import compile_ir
 
+        from ..compiler.passes.manager import skipped_without_fusion
+
         specs, attrs = self._ir_specs(signature, constants)
         stages = set().union(*(registry.get(name).stages for name in registry.names()))
-        return str(compile_ir(self, specs, attrs, other_stages=stages).function)
+        return str(compile_ir(self, specs, attrs, skipped_without_fusion(), other_stages=stages).function)
 
     def stages(self, signature, **constants) -> dict:
         """Each stage's output (stage name -> text or bytes) of the backend that runs host-memory

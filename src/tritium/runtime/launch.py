@@ -43,10 +43,12 @@ _parsed_options: dict = {}
 
 
 def parse_options(backend: Backend, options: dict) -> Options:
-    """``backend.parse_options`` without ``warmup``, remembered for hashable option values."""
+    """``backend.parse_options`` without ``warmup``, remembered for hashable option values (and the
+    default of ``enable_fp_fusion``, which TRITON_DEFAULT_FP_FUSION gives where a launch names none)."""
     options = {k: v for k, v in options.items() if k != "warmup"}
     try:
-        memo_key = (backend.name, id(backend), tuple(sorted(options.items())))
+        default = None if "enable_fp_fusion" in options else bool(knobs.language.default_fp_fusion)
+        memo_key = (backend.name, id(backend), tuple(sorted(options.items())), default)
         hash(memo_key)
     except TypeError:
         return backend.parse_options(options)

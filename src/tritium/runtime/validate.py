@@ -144,8 +144,11 @@ def _reference_executable(kernel, reference: str):
 
 def _reference_ir(kernel, reference: str, backend):
     """``kernel.ir`` with the pipeline's passes that ``backend`` (the reference) runs but the kernel's
-    backend skipped: the CUDA backend keeps ``inline_asm``, which the host backends emulate."""
+    backend skipped: the CUDA backend keeps ``inline_asm``, which the host backends emulate, and
+    contracts multiply-adds in its LLVM, which the reference does as the ``contract`` pass."""
     skipped = set(registry.get(kernel.backend).skipped_passes) - set(backend.skipped_passes)
+    if not getattr(kernel.options, "enable_fp_fusion", True):
+        skipped.discard("contract")  # the kernel was compiled without contraction
     if not skipped:
         return kernel.ir
     from ..compiler.ir.parser import parse_function

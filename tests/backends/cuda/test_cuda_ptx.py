@@ -101,7 +101,7 @@ def _math(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr, FN: tl.constexpr):
 def test_math_uses_tritons_instructions(fn, instruction):
     signature = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "out_ptr": "*fp32:16", "BLOCK": "constexpr",
                  "FN": "constexpr"}
-    ptx = body(compile_for(_math, signature, {"BLOCK": 128, "FN": fn}))
+    ptx = body(compile_for(_math, signature, {"BLOCK": 128, "FN": fn}, enable_fp_fusion=True))
     assert instruction in ptx
 
 

@@ -51,7 +51,8 @@ class CPUBackend(Backend):
     devices = frozenset({"cpu"})
     stages = ("ttir", "layouts", "llir", "asm", "obj")
     cached_stages = ("llir", "obj")
-    code_options = ()  # no option changes the host code: one module for every num_warps, num_stages...
+    # one module for every num_warps, num_stages...; enable_fp_fusion changes the IR (the contract pass)
+    code_options = ("enable_fp_fusion",)
     math_as_interpreter = True
 
     def unavailable_reason(self) -> Optional[str]:

@@ -72,7 +72,8 @@ class CUDABackend(Backend):
     # how the suite, whose tensors live on the CPU, runs on a GPU.
     staged_devices = frozenset({"cpu"})
     stages = ("ttir", "layouts", "llir", "ptx", "cubin")
-    skipped_passes = ("lower_inline_asm",)  # it emits the asm itself
+    # it emits the asm itself; its LLVM contracts multiply-adds (nvptx.contract), as Triton's does
+    skipped_passes = ("lower_inline_asm", "contract")
     cached_stages = ("llir", "ptx", "cubin")
 
     def compile_unavailable_reason(self) -> Optional[str]:
@@ -94,12 +95,7 @@ class CUDABackend(Backend):
         return lowered_opcodes(codegen.Codegen)
 
     def parse_options(self, options) -> Options:
-        """As every backend's, with Triton's default for ``enable_fp_fusion``: TRITON_DEFAULT_FP_FUSION
-        (on unless set to 0), so ``x * y + z`` is one fused multiply-add as under Triton."""
-        from ... import knobs
-
-        if "enable_fp_fusion" not in options:
-            options = {**options, "enable_fp_fusion": bool(knobs.language.default_fp_fusion)}
+        """As every backend's, with ``wgmma`` on under TRITIUM_WGMMA=1."""
         if "wgmma" not in options and os.environ.get("TRITIUM_WGMMA", "") not in ("", "0"):
             options = {**options, "wgmma": True}
         return super().parse_options(options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable, Mapping
+from typing import Callable, Collection, Iterable, Mapping, Optional
 
 from ... import config
 from ...errors import SettingError
@@ -21,6 +21,7 @@ from . import lower_inline_asm as _inline_asm
 from . import lower_tile_access as _tile_access
 from .canonicalize import canonicalize
 from .constant_fold import fold_constants
+from .contract import contract_multiply_adds
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .licm import hoist_loop_invariants
@@ -45,6 +46,8 @@ class Pass:
 #   from two loops, or equal to an op before the loop (scoping keeps cse from merging them while
 #   they sit in sibling loop bodies);
 # - cse merges equal pure ops, constants included (the frontend writes a constant per literal);
+# - contract after them: x * y + z as one fma where the CUDA backend's LLVM fuses it (a backend that
+#   contracts itself, or a launch with enable_fp_fusion=False, skips it), on the ops as they will run;
 # - dce last: it drops what the others left unused (folded operands, the inner op of a reshape pair).
 # One round suffices: a second leaves the IR as it is (tests/compiler/test_passes_manager.py checks
 # it on the kernels of tritium.ops).
@@ -55,9 +58,20 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("canonicalize", canonicalize),
     Pass("licm", hoist_loop_invariants),
     Pass("cse", eliminate_common_subexpressions),
+    Pass("contract", contract_multiply_adds),
     Pass("dce", eliminate_dead_code),
 )
 PASS_NAMES: tuple[str, ...] = tuple(p.name for p in PIPELINE)
+
+
+def skipped_without_fusion(enable_fp_fusion: Optional[bool] = None) -> tuple[str, ...]:
+    """The passes a compilation skips for ``enable_fp_fusion`` (None: the default,
+    TRITON_DEFAULT_FP_FUSION): ``contract`` where it is off."""
+    if enable_fp_fusion is None:
+        from ... import knobs
+
+        enable_fp_fusion = bool(knobs.language.default_fp_fusion)
+    return () if enable_fp_fusion else ("contract",)
 
 
 def removed_opcodes(skipped: Collection[str] = ()) -> dict[str, str]:
