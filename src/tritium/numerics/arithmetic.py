@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+import sys
+
 
 import numpy as np
 
@@ -284,6 +286,11 @@ def _add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(step, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
 
 
+# per narrower float type whose missing fp64 significand bits lie in fp64's low 32-bit word: how many
+# there are, and its smallest normal value
+_NARROWER = {np.dtype(np.float32): (29, 2.0 ** -126)}
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``a * b + c`` rounded once, as the GPU's fma.rn does."""
     with np.errstate(all="ignore"):
@@ -294,10 +301,30 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
             th, tl = _two_sum(c, uh)
             out = th + _add_round_to_odd(tl, ul)
             return np.where(np.isfinite(ul) & np.isfinite(tl), out, a * b + c)
-        # The product of two narrower floats is exact in fp64, and a sum rounded to odd in fp64 then
-        # rounds to the narrower type exactly as the exact sum would.
-        exact_product = a.astype(np.float64) * b.astype(np.float64)
-        return _add_round_to_odd(exact_product, c.astype(np.float64)).astype(a.dtype)
+        # The product of two narrower floats is exact in fp64. Its sum with c rounded to fp64 then
+        # rounds to the narrower type as the exact sum would, except where that fp64 sum is exactly
+        # halfway between two of the type's values (a value fp64 represents, which rounding to
+        # nearest never crosses): there the exact sum's side of it decides, which a sum rounded to
+        # odd keeps. Such ties (the bits fp64 has beyond the type's significand are 10...0; where
+        # the result is subnormal in the type, or nearly, more bits go, so all of those) are rare,
+        # and only they take the slower path.
+        narrower = _NARROWER.get(np.dtype(a.dtype)) if sys.byteorder == "little" else None
+        exact_product = np.multiply(a, b, dtype=np.float64)
+        if narrower is None:  # (fp16, bf16, fp8: the sum rounded to odd throughout)
+            return _add_round_to_odd(exact_product, np.asarray(c, np.float64)).astype(a.dtype)
+        dropped, smallest_normal = narrower
+        total = np.add(exact_product, c, dtype=np.float64)
+        out = np.asarray(total.astype(a.dtype))
+        # the dropped bits lie in the low 32-bit word of each fp64 (little-endian: the first)
+        low_words = np.ascontiguousarray(total).reshape(-1).view(np.uint32)[0::2]
+        tie = np.bitwise_and(low_words, np.uint32((1 << dropped) - 1)) == np.uint32(1 << (dropped - 1))
+        tie = tie.reshape(out.shape) | (np.abs(out) < 2 * smallest_normal)
+        if tie.any():
+            out = out.copy()
+            exact_product = np.broadcast_to(exact_product, tie.shape)[tie]
+            addend = np.broadcast_to(np.asarray(c, np.float64), tie.shape)[tie]
+            out[tie] = _add_round_to_odd(exact_product, addend).astype(a.dtype)
+        return out
 
 
 # dot ---------------------------------------------------------------------------------------------
