@@ -286,9 +286,8 @@ def _add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(step, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
 
 
-# per narrower float type whose missing fp64 significand bits lie in fp64's low 32-bit word: how many
-# there are, and its smallest normal value
-_NARROWER = {np.dtype(np.float32): (29, 2.0 ** -126)}
+# the fp64 significand bits fp32 lacks (all in fp64's low 32-bit word), and fp32's smallest normal value
+_FP32_DROPPED_BITS, _FP32_SMALLEST_NORMAL = 29, 2.0 ** -126
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -308,11 +307,10 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         # odd keeps. Such ties (the bits fp64 has beyond the type's significand are 10...0; where
         # the result is subnormal in the type, or nearly, more bits go, so all of those) are rare,
         # and only they take the slower path.
-        narrower = _NARROWER.get(np.dtype(a.dtype)) if sys.byteorder == "little" else None
         exact_product = np.multiply(a, b, dtype=np.float64)
-        if narrower is None:  # (fp16, bf16, fp8: the sum rounded to odd throughout)
+        if a.dtype != np.float32 or sys.byteorder != "little":  # (fp16, bf16, fp8: rounded to odd throughout)
             return _add_round_to_odd(exact_product, np.asarray(c, np.float64)).astype(a.dtype)
-        dropped, smallest_normal = narrower
+        dropped, smallest_normal = _FP32_DROPPED_BITS, _FP32_SMALLEST_NORMAL
         total = np.add(exact_product, c, dtype=np.float64)
         out = np.asarray(total.astype(a.dtype))
         # the dropped bits lie in the low 32-bit word of each fp64 (little-endian: the first)

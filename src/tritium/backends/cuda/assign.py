@@ -28,6 +28,7 @@ the pass placed is lowered in that layout (``codegen._Distributed``).
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Optional
 
 from ...compiler.analysis.axis_info import analyze_axis_info
@@ -48,7 +49,7 @@ class Choices:
     """The rules that choose layouts, shared by the code generator (which applies them as it lowers,
     ``layout_of`` reading what it has lowered) and the layouts pass (which applies them before,
     ``layout_of`` predicting). Needs ``num_warps``, ``capability``, ``axis`` (the axis analysis),
-    ``lane_rules`` and ``layout_of(value)``; ``assigned_layout(value)`` is the pass's decision, where
+    ``lane_rules``, ``fn`` and ``layout_of(value)``; ``assigned_layout(value)`` is the pass's decision, where
     the generator reads one."""
 
     wgmma = False  # Hopper's wgmma allowed for the dots (CUDAOptions.wgmma)
@@ -71,11 +72,13 @@ class Choices:
         """The tensor-core plan of dot ``op``, or None (the FMA path); ``layout``: its result's
         assigned layout, from which the plan reads its warp grid. A dot of a chain (``chained_dots``)
         splits its warps along M alone, so the next dot reads its result as A from registers."""
-        chained = getattr(self, "_chained", None)
-        if chained is None:
-            chained = self._chained = chained_dots(self.fn, self.lane_rules, self.num_warps)
         return mma.plan_of(op, self.num_warps, self.capability, layout, self.wgmma, self.b_kmajor(op),
-                           id(op) in chained)
+                           id(op) in self.chained)
+
+    @cached_property
+    def chained(self) -> set:
+        """The ids of the dots of a chain (``chained_dots``) of ``self.fn``."""
+        return chained_dots(self.fn, self.lane_rules, self.num_warps)
 
     def tile_encoding(self, v: Value) -> Optional[SharedTile]:
         """The shared tile a load copies ``v`` into (or a ring slot holds it in), or None."""
